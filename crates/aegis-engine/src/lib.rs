@@ -1,0 +1,20 @@
+//! Gemma 3 on candle: where the model comes from, how text becomes tokens, the forward pass,
+//! and scoring and generation behind the `LanguageModel` trait. Knows nothing of policies.
+
+mod config;
+mod engine;
+mod error;
+mod hash;
+mod model;
+mod source;
+mod tokenizer;
+
+pub use config::Gemma3Config;
+pub use engine::{DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt};
+pub use error::{EngineError, Result};
+pub use hash::file_sha256;
+pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
+pub use source::{
+    default_model_dir, resolve, HubOptions, ModelSpec, ResolvedModel, WeightFiles, MODEL_DIR_ENV,
+};
+pub use tokenizer::{GemmaTokenizer, Segment};

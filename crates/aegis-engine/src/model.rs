@@ -1,0 +1,475 @@
+//! Our own Gemma 3 text forward pass on candle ops (see ARCHITECTURE.md, decision 3, for why not
+//! candle-transformers'): GELU-tanh GeGLU, QK-norm, sliding-window attention on local layers,
+//! per-layer-type RoPE, and a KV cache owned by the caller so prefixes can be snapshotted.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+
+use crate::config::{hf_tensor_name, Gemma3Config};
+use crate::error::{EngineError, Result};
+use crate::source::WeightFiles;
+
+/// How linear-layer weights are held in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightFormat {
+    /// Keep the file's quantized blocks; matmuls dequantize on the fly.
+    Quantized,
+    /// Dequantize once at load to dense f32: more memory, faster prefill on CPU (GEMM instead of
+    /// per-row quantized dot products). Measured and chosen as the default; see the README.
+    #[default]
+    Dense,
+}
+
+impl std::str::FromStr for WeightFormat {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "quantized" | "q" => Ok(Self::Quantized),
+            "dense" | "f32" => Ok(Self::Dense),
+            other => Err(format!(
+                "unknown weight format {other:?}: use dense or quantized"
+            )),
+        }
+    }
+}
+
+/// The token embedding, also the (tied) output head.
+enum Embedding {
+    Quantized(Arc<QTensor>),
+    Dense(Tensor),
+}
+
+impl Embedding {
+    fn rows(&self, ids: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Self::Quantized(q) => q.embedding(ids)?,
+            Self::Dense(t) => t.index_select(ids, 0)?,
+        })
+    }
+}
+
+struct RmsNorm {
+    weight: Tensor,
+    eps: f32,
+}
+
+impl RmsNorm {
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        Ok(candle_nn::ops::rms_norm(
+            &xs.contiguous()?,
+            &self.weight,
+            self.eps,
+        )?)
+    }
+}
+
+struct Layer {
+    attn_norm: RmsNorm,
+    q_proj: QMatMul,
+    k_proj: QMatMul,
+    v_proj: QMatMul,
+    o_proj: QMatMul,
+    q_norm: RmsNorm,
+    k_norm: RmsNorm,
+    post_attn_norm: RmsNorm,
+    ffn_norm: RmsNorm,
+    gate_proj: QMatMul,
+    up_proj: QMatMul,
+    down_proj: QMatMul,
+    post_ffn_norm: RmsNorm,
+    sliding: bool,
+}
+
+/// Keys and values seen so far by one sequence, per layer. Cloning is cheap (tensors are shared)
+/// and is how a prefix is snapshotted: extending a clone leaves the original untouched.
+#[derive(Clone, Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+    len: usize,
+}
+
+impl KvCache {
+    /// Number of positions already in the cache.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for KvCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvCache").field("len", &self.len).finish()
+    }
+}
+
+pub struct Gemma3 {
+    config: Gemma3Config,
+    embedding: Embedding,
+    /// The tied output head as a matmul, for full logits (generation only).
+    lm_head: QMatMul,
+    layers: Vec<Layer>,
+    final_norm: RmsNorm,
+    device: Device,
+}
+
+/// Reads named tensors from either weight format, presenting GGUF names.
+enum WeightReader {
+    Gguf {
+        content: gguf_file::Content,
+        file: std::fs::File,
+    },
+    Safetensors {
+        tensors: HashMap<String, Tensor>,
+        prefix: String,
+    },
+}
+
+impl WeightReader {
+    fn qtensor(&mut self, path: &Path, name: &str, device: &Device) -> Result<QTensor> {
+        match self {
+            Self::Gguf { content, file } => content
+                .tensor(file, name, device)
+                .map_err(|e| EngineError::invalid(path, format!("tensor {name}: {e}"))),
+            Self::Safetensors { .. } => {
+                let t = self.dense(path, name)?;
+                Ok(QTensor::quantize(
+                    &t,
+                    candle_core::quantized::GgmlDType::F32,
+                )?)
+            }
+        }
+    }
+
+    fn dense(&mut self, path: &Path, name: &str) -> Result<Tensor> {
+        match self {
+            Self::Gguf { .. } => unreachable_dense(path, name),
+            Self::Safetensors { tensors, prefix } => {
+                let hf = format!("{prefix}{}", hf_tensor_name(name));
+                let t = tensors
+                    .remove(&hf)
+                    .ok_or_else(|| EngineError::invalid(path, format!("missing tensor {hf}")))?;
+                Ok(t.to_dtype(DType::F32)?)
+            }
+        }
+    }
+
+    fn norm(&mut self, path: &Path, name: &str, eps: f64, device: &Device) -> Result<RmsNorm> {
+        let weight = match self {
+            // GGUF conversion already folded Gemma's `1 + w` into the stored weight.
+            Self::Gguf { .. } => self.qtensor(path, name, device)?.dequantize(device)?,
+            Self::Safetensors { .. } => (self.dense(path, name)? + 1.0)?.to_device(device)?,
+        };
+        Ok(RmsNorm {
+            weight,
+            eps: eps as f32,
+        })
+    }
+
+    fn matrix(
+        &mut self,
+        path: &Path,
+        name: &str,
+        format: WeightFormat,
+        device: &Device,
+    ) -> Result<QMatMul> {
+        if let Self::Safetensors { .. } = self {
+            return Ok(QMatMul::Tensor(self.dense(path, name)?.to_device(device)?));
+        }
+        let q = self.qtensor(path, name, device)?;
+        Ok(match format {
+            WeightFormat::Quantized => QMatMul::from_qtensor(q)?,
+            WeightFormat::Dense => QMatMul::Tensor(q.dequantize(device)?),
+        })
+    }
+}
+
+fn unreachable_dense(path: &Path, name: &str) -> Result<Tensor> {
+    Err(EngineError::invalid(
+        path,
+        format!("internal: dense read of GGUF tensor {name}"),
+    ))
+}
+
+impl Gemma3 {
+    pub fn load(files: &WeightFiles, format: WeightFormat, device: &Device) -> Result<Self> {
+        match files {
+            WeightFiles::Gguf(path) => {
+                let mut file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
+                let content = gguf_file::Content::read(&mut file).map_err(|e| {
+                    EngineError::invalid(path, format!("not a readable GGUF file: {e}"))
+                })?;
+                let config = Gemma3Config::from_gguf(path, &content)?;
+                let reader = WeightReader::Gguf { content, file };
+                Self::from_reader(path, config, reader, format, device)
+            }
+            WeightFiles::Safetensors { config, shards } => {
+                let cfg = Gemma3Config::from_hf_config(config)?;
+                let mut tensors = HashMap::new();
+                for shard in shards {
+                    let loaded =
+                        candle_core::safetensors::load(shard, &Device::Cpu).map_err(|e| {
+                            EngineError::invalid(
+                                shard,
+                                format!("not a readable safetensors file: {e}"),
+                            )
+                        })?;
+                    tensors.extend(loaded);
+                }
+                // Text-only checkpoints use `model.`; multimodal ones `language_model.model.`.
+                let prefix = ["model.", "language_model.model."]
+                    .into_iter()
+                    .find(|p| tensors.contains_key(&format!("{p}embed_tokens.weight")))
+                    .ok_or_else(|| {
+                        EngineError::invalid(
+                            config,
+                            "no embed_tokens.weight in the safetensors files",
+                        )
+                    })?
+                    .to_string();
+                let reader = WeightReader::Safetensors { tensors, prefix };
+                Self::from_reader(config, cfg, reader, format, device)
+            }
+        }
+    }
+
+    fn from_reader(
+        path: &Path,
+        config: Gemma3Config,
+        mut reader: WeightReader,
+        format: WeightFormat,
+        device: &Device,
+    ) -> Result<Self> {
+        let eps = config.rms_norm_eps;
+        let (embedding, lm_head) = match &mut reader {
+            WeightReader::Gguf { .. } => {
+                // The embedding stays quantized whatever the format: only a few rows are read per
+                // step, and dequantizing 262,144 rows would cost far more memory than it saves.
+                let q = Arc::new(reader.qtensor(path, "token_embd.weight", device)?);
+                (Embedding::Quantized(q.clone()), QMatMul::from_arc(q)?)
+            }
+            WeightReader::Safetensors { .. } => {
+                let t = reader.dense(path, "token_embd.weight")?.to_device(device)?;
+                (Embedding::Dense(t.clone()), QMatMul::Tensor(t))
+            }
+        };
+        let mut layers = Vec::with_capacity(config.num_layers);
+        for i in 0..config.num_layers {
+            let n = |kind: &str| format!("blk.{i}.{kind}.weight");
+            let mut m = |kind: &str| reader.matrix(path, &n(kind), format, device);
+            let (q_proj, k_proj, v_proj, o_proj) =
+                (m("attn_q")?, m("attn_k")?, m("attn_v")?, m("attn_output")?);
+            let (gate_proj, up_proj, down_proj) = (m("ffn_gate")?, m("ffn_up")?, m("ffn_down")?);
+            let mut norm = |kind: &str| reader.norm(path, &n(kind), eps, device);
+            layers.push(Layer {
+                attn_norm: norm("attn_norm")?,
+                q_norm: norm("attn_q_norm")?,
+                k_norm: norm("attn_k_norm")?,
+                post_attn_norm: norm("post_attention_norm")?,
+                ffn_norm: norm("ffn_norm")?,
+                post_ffn_norm: norm("post_ffw_norm")?,
+                q_proj,
+                k_proj,
+                v_proj,
+                o_proj,
+                gate_proj,
+                up_proj,
+                down_proj,
+                sliding: config.is_sliding(i),
+            });
+        }
+        let final_norm = reader.norm(path, "output_norm.weight", eps, device)?;
+        Ok(Self {
+            config,
+            embedding,
+            lm_head,
+            layers,
+            final_norm,
+            device: device.clone(),
+        })
+    }
+
+    pub fn config(&self) -> &Gemma3Config {
+        &self.config
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Runs `tokens` after whatever `cache` already holds, appends them to it, and returns the
+    /// final-normed hidden states of the new positions, shape `[tokens.len(), hidden]`.
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Tensor> {
+        if tokens.is_empty() {
+            return Err(EngineError::EmptyPrompt);
+        }
+        let cfg = &self.config;
+        let (start, len) = (cache.len, tokens.len());
+        let total = start + len;
+        if total > cfg.context_length {
+            return Err(EngineError::ContextExceeded {
+                prompt_tokens: total,
+                limit: cfg.context_length,
+            });
+        }
+        if cache.layers.len() != self.layers.len() {
+            cache.layers = vec![None; self.layers.len()];
+        }
+        let ids = Tensor::new(tokens, &self.device)?;
+        let mut xs = (self.embedding.rows(&ids)? * (cfg.hidden_size as f64).sqrt())?;
+
+        let global_rope =
+            self.rope_tables(start, len, cfg.rope_global_base, cfg.rope_global_scale)?;
+        let local_rope = self.rope_tables(start, len, cfg.rope_local_base, 1.0)?;
+        let global_mask = self.mask(start, len, None)?;
+        let local_mask = self.mask(start, len, Some(cfg.sliding_window))?;
+
+        for (layer, slot) in self.layers.iter().zip(cache.layers.iter_mut()) {
+            let (rope, mask) = if layer.sliding {
+                (&local_rope, &local_mask)
+            } else {
+                (&global_rope, &global_mask)
+            };
+            let residual = xs.clone();
+            let h = layer.attn_norm.forward(&xs)?;
+            let h = self.attention(layer, &h, rope, mask, slot)?;
+            xs = (residual + layer.post_attn_norm.forward(&h)?)?;
+            let residual = xs.clone();
+            let h = layer.ffn_norm.forward(&xs)?;
+            let gate = layer.gate_proj.forward(&h)?.gelu()?;
+            let h = layer
+                .down_proj
+                .forward(&(gate * layer.up_proj.forward(&h)?)?)?;
+            xs = (residual + layer.post_ffn_norm.forward(&h)?)?;
+        }
+        cache.len = total;
+        self.final_norm.forward(&xs)
+    }
+
+    fn attention(
+        &self,
+        layer: &Layer,
+        xs: &Tensor,
+        (cos, sin): &(Tensor, Tensor),
+        mask: &Tensor,
+        slot: &mut Option<(Tensor, Tensor)>,
+    ) -> Result<Tensor> {
+        let cfg = &self.config;
+        let (len, _) = xs.dims2()?;
+        let (hq, hkv, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        // [len, heads*hd] -> [1, heads, len, hd]
+        let split = |t: Tensor, heads: usize| -> Result<Tensor> {
+            Ok(t.reshape((1, len, heads, hd))?
+                .transpose(1, 2)?
+                .contiguous()?)
+        };
+        let q = split(layer.q_proj.forward(xs)?, hq)?;
+        let k = split(layer.k_proj.forward(xs)?, hkv)?;
+        let v = split(layer.v_proj.forward(xs)?, hkv)?;
+        let q = candle_nn::rotary_emb::rope(&layer.q_norm.forward(&q)?, cos, sin)?;
+        let k = candle_nn::rotary_emb::rope(&layer.k_norm.forward(&k)?, cos, sin)?;
+
+        let (k, v) = match slot.take() {
+            Some((pk, pv)) => (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?),
+            None => (k, v),
+        };
+        *slot = Some((k.clone(), v.clone()));
+        let seen = k.dim(2)?;
+
+        // Grouped-query attention without copying K/V: fold each KV head's query group into rows.
+        let group = hq / hkv;
+        let q = q.reshape((hkv, group * len, hd))?;
+        let k = k.reshape((hkv, seen, hd))?;
+        let v = v.reshape((hkv, seen, hd))?;
+        let scale = cfg.query_pre_attn_scalar.powf(-0.5);
+        let scores = (q.matmul(&k.t()?)? * scale)?.reshape((hkv, group, len, seen))?;
+        let scores = scores.broadcast_add(mask)?;
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?.reshape((hkv, group * len, seen))?;
+        let out = probs.matmul(&v)?; // [hkv, group*len, hd]
+        let out = out
+            .reshape((hq, len, hd))?
+            .transpose(0, 1)?
+            .contiguous()?
+            .reshape((len, hq * hd))?;
+        Ok(layer.o_proj.forward(&out)?)
+    }
+
+    /// cos/sin for positions `start..start+len`, half the head dimension wide (rotate-half RoPE).
+    fn rope_tables(
+        &self,
+        start: usize,
+        len: usize,
+        base: f64,
+        scale: f64,
+    ) -> Result<(Tensor, Tensor)> {
+        let half = self.config.head_dim / 2;
+        let mut cos = Vec::with_capacity(len * half);
+        let mut sin = Vec::with_capacity(len * half);
+        for pos in start..start + len {
+            let pos = pos as f64 / scale;
+            for i in 0..half {
+                let inv_freq = base.powf(-(2.0 * i as f64) / self.config.head_dim as f64);
+                let angle = pos * inv_freq;
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        Ok((
+            Tensor::from_vec(cos, (len, half), &self.device)?,
+            Tensor::from_vec(sin, (len, half), &self.device)?,
+        ))
+    }
+
+    /// Additive mask `[len, start+len]`: causal, and on sliding layers only the last `window`
+    /// positions (the query's own included) are visible.
+    fn mask(&self, start: usize, len: usize, window: Option<usize>) -> Result<Tensor> {
+        let total = start + len;
+        let mut mask = Vec::with_capacity(len * total);
+        for i in 0..len {
+            let pos = start + i;
+            for j in 0..total {
+                let visible = j <= pos && window.is_none_or(|w| pos - j < w);
+                mask.push(if visible { 0f32 } else { f32::NEG_INFINITY });
+            }
+        }
+        Ok(Tensor::from_vec(mask, (len, total), &self.device)?)
+    }
+
+    /// Logits over the whole vocabulary for one hidden state `[hidden]`.
+    pub fn logits(&self, hidden: &Tensor) -> Result<Vec<f32>> {
+        let logits = self.lm_head.forward(&hidden.unsqueeze(0)?)?;
+        Ok(logits.squeeze(0)?.to_dtype(DType::F32)?.to_vec1()?)
+    }
+
+    /// Logits of a few tokens only: the output head's rows for `ids` against one hidden state.
+    /// Scoring needs two of 262,144 rows; computing all of them would dominate a short prompt.
+    pub fn logits_for(&self, hidden: &Tensor, ids: &[u32]) -> Result<Vec<f32>> {
+        let rows = self.embedding.rows(&Tensor::new(ids, &self.device)?)?; // [n, hidden]
+        let logits = rows.matmul(&hidden.unsqueeze(1)?)?.squeeze(1)?;
+        Ok(logits.to_dtype(DType::F32)?.to_vec1()?)
+    }
+
+    /// The hidden state of the last position of a `[len, hidden]` block.
+    pub fn last_row(hidden: &Tensor) -> Result<Tensor> {
+        let len = hidden.dim(0)?;
+        Ok(hidden.get(len - 1)?)
+    }
+
+    /// Mean over rows `range` of a `[len, hidden]` block.
+    pub fn mean_rows(hidden: &Tensor, range: std::ops::Range<usize>) -> Result<Tensor> {
+        Ok(hidden.narrow(0, range.start, range.len())?.mean(0)?)
+    }
+}
+
+/// Softmax over two logits: P(first).
+pub fn two_way_probability(first: f32, second: f32) -> f32 {
+    let m = first.max(second);
+    let (a, b) = ((first - m).exp(), (second - m).exp());
+    a / (a + b)
+}

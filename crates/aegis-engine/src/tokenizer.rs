@@ -1,0 +1,149 @@
+//! Gemma 3 tokenisation with the prompt boundary as a security boundary: template text may contain
+//! control tokens (`<start_of_turn>`, ...); user text never produces one, whatever it contains.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use tokenizers::Tokenizer;
+
+use crate::error::{EngineError, Result};
+
+/// One piece of a prompt. Templates are trusted; user text is data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// Template text: `<start_of_turn>` and friends become control tokens.
+    Template(String),
+    /// User text: tokenised as plain text, control-token strings included.
+    User(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct GemmaTokenizer {
+    /// Parses special tokens; used for templates.
+    template: Tokenizer,
+    /// The same vocabulary with control tokens removed from the added-token matcher.
+    user: Tokenizer,
+    control_ids: HashSet<u32>,
+    bos_id: u32,
+    end_of_turn_id: u32,
+    eos_id: u32,
+}
+
+/// Added tokens that steer the model rather than spell text. Gemma's added vocabulary also holds
+/// whitespace runs and HTML tags, which are ordinary text and must keep tokenising as such.
+fn is_control(content: &str, special: bool) -> bool {
+    special
+        || content == "<mask>"
+        || content == "[multimodal]"
+        || (content.starts_with("<unused") && content.ends_with('>'))
+}
+
+impl GemmaTokenizer {
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let err = |message: String| EngineError::Tokenizer {
+            path: path.to_path_buf(),
+            message,
+        };
+        let raw = std::fs::read(path).map_err(|e| EngineError::io(path, e))?;
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&raw).map_err(|e| err(format!("not valid JSON: {e}")))?;
+        let template = Tokenizer::from_bytes(&raw).map_err(|e| err(e.to_string()))?;
+
+        let added = json
+            .get_mut("added_tokens")
+            .and_then(|v| v.as_array_mut())
+            .ok_or_else(|| err("no added_tokens list".to_string()))?;
+        let mut control_ids = HashSet::new();
+        added.retain(|token| {
+            let content = token.get("content").and_then(|c| c.as_str()).unwrap_or("");
+            let special = token
+                .get("special")
+                .and_then(|s| s.as_bool())
+                .unwrap_or(false);
+            let control = is_control(content, special);
+            if control {
+                if let Some(id) = token.get("id").and_then(|i| i.as_u64()) {
+                    control_ids.insert(id as u32);
+                }
+            }
+            !control
+        });
+        let user_json = serde_json::to_vec(&json).map_err(|e| err(e.to_string()))?;
+        let user = Tokenizer::from_bytes(&user_json).map_err(|e| err(e.to_string()))?;
+
+        let id_of = |token: &str| {
+            template.token_to_id(token).ok_or_else(|| {
+                err(format!(
+                    "has no {token} token; is this a Gemma 3 tokenizer?"
+                ))
+            })
+        };
+        Ok(Self {
+            bos_id: id_of("<bos>")?,
+            end_of_turn_id: id_of("<end_of_turn>")?,
+            eos_id: id_of("<eos>")?,
+            template,
+            user,
+            control_ids,
+        })
+    }
+
+    /// Tokenises a prompt: `<bos>`, then each segment with the rule for its kind.
+    pub fn encode_prompt(&self, segments: &[Segment]) -> Result<Vec<u32>> {
+        let mut ids = vec![self.bos_id];
+        for segment in segments {
+            ids.extend(self.encode_segment(segment)?);
+        }
+        Ok(ids)
+    }
+
+    pub fn encode_segment(&self, segment: &Segment) -> Result<Vec<u32>> {
+        match segment {
+            Segment::Template(text) => self.encode_with(&self.template, text),
+            Segment::User(text) => {
+                let ids = self.encode_with(&self.user, text)?;
+                // Defence in depth: the matcher no longer knows control tokens, and the BPE merges
+                // cannot build them, but a tokenizer file we did not expect must not open the door.
+                if let Some(&id) = ids.iter().find(|id| self.control_ids.contains(id)) {
+                    return Err(EngineError::ControlTokenInUserText { id });
+                }
+                Ok(ids)
+            }
+        }
+    }
+
+    fn encode_with(&self, tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>> {
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        tokenizer
+            .encode_fast(text, false)
+            .map(|enc| enc.get_ids().to_vec())
+            .map_err(|e| EngineError::Tokenize(e.to_string()))
+    }
+
+    /// Number of tokens the user's text takes on its own.
+    pub fn count_user_tokens(&self, text: &str) -> Result<usize> {
+        Ok(self.encode_segment(&Segment::User(text.to_string()))?.len())
+    }
+
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.template
+            .decode(ids, true)
+            .map_err(|e| EngineError::Tokenize(e.to_string()))
+    }
+
+    /// The id of a token spelled exactly so, e.g. `Yes`.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.template.token_to_id(token)
+    }
+
+    pub fn is_control(&self, id: u32) -> bool {
+        self.control_ids.contains(&id)
+    }
+
+    /// Tokens that end a model turn.
+    pub fn stop_ids(&self) -> [u32; 2] {
+        [self.end_of_turn_id, self.eos_id]
+    }
+}
