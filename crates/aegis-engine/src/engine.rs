@@ -36,7 +36,7 @@ pub trait LanguageModel: Send + Sync {
     fn count_prompt_tokens(&self, prompt: &[Segment]) -> Result<usize>;
 
     /// P(Yes) at the end of each prompt: softmax over the logits of the `Yes` and `No` tokens.
-    fn score(&self, prompts: &[Prompt]) -> Result<Vec<f32>>;
+    fn score(&self, prompts: &[Prompt]) -> Result<Vec<Scored>>;
 
     /// Greedy decoding after `prompt`, up to `max_tokens`, stopping at the end of the model's turn.
     /// Each new piece of text is passed to `on_text` as it is produced.
@@ -46,6 +46,15 @@ pub trait LanguageModel: Send + Sync {
         max_tokens: usize,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<String>;
+}
+
+/// One prompt's answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    /// P(Yes) against No, in (0, 1).
+    pub p_yes: f32,
+    /// Time from the start of the call until this answer was ready (shared work included).
+    pub elapsed_ms: f64,
 }
 
 /// Which device to run on.
@@ -253,7 +262,8 @@ impl LanguageModel for GemmaEngine {
         Ok(self.tokenizer.encode_prompt(prompt)?.len())
     }
 
-    fn score(&self, prompts: &[Prompt]) -> Result<Vec<f32>> {
+    fn score(&self, prompts: &[Prompt]) -> Result<Vec<Scored>> {
+        let started = Instant::now();
         let seqs = prompts
             .iter()
             .map(|p| self.encode_checked(p))
@@ -271,7 +281,10 @@ impl LanguageModel for GemmaEngine {
                 let logits = self
                     .model
                     .logits_for(&Gemma3::last_row(&hidden)?, &[self.yes_id, self.no_id])?;
-                Ok(two_way_probability(logits[0], logits[1]))
+                Ok(Scored {
+                    p_yes: two_way_probability(logits[0], logits[1]),
+                    elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+                })
             })
             .collect()
     }

@@ -10,7 +10,9 @@ mod source;
 mod tokenizer;
 
 pub use config::Gemma3Config;
-pub use engine::{DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt};
+pub use engine::{
+    DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored,
+};
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};

@@ -28,8 +28,16 @@ fn scores_are_probabilities_that_vary_and_repeat() {
         prompt("Is this message spam?", "Bagaimana cara top up saldo?"),
         prompt("Is this message toxic?", "dasar goblok kamu"),
     ];
-    let first = engine().score(&prompts).expect("score");
-    let again = engine().score(&prompts).expect("score again");
+    let p_yes = |prompts: &[Vec<Segment>]| -> Vec<f32> {
+        engine()
+            .score(prompts)
+            .expect("score")
+            .iter()
+            .map(|s| s.p_yes)
+            .collect()
+    };
+    let first = p_yes(&prompts);
+    let again = p_yes(&prompts);
     assert_eq!(first, again, "scoring is deterministic");
     for p in &first {
         assert!(
@@ -61,8 +69,12 @@ fn shared_prefix_scoring_equals_one_prompt_at_a_time() {
     ];
     let together = engine().score(&prompts).expect("together");
     for (p, joint) in prompts.iter().zip(&together) {
-        let alone = engine().score(std::slice::from_ref(p)).expect("alone")[0];
-        assert!((alone - joint).abs() < 1e-3, "{alone} vs {joint}");
+        let alone = engine().score(std::slice::from_ref(p)).expect("alone")[0].p_yes;
+        assert!(
+            (alone - joint.p_yes).abs() < 1e-3,
+            "{alone} vs {}",
+            joint.p_yes
+        );
     }
 }
 

@@ -1,0 +1,29 @@
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("{path}: {problem}")]
+    Template { path: PathBuf, problem: String },
+    #[error("cannot read the templates folder {path}: {source}")]
+    TemplatesDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no usable validator templates in {0}")]
+    NoValidators(PathBuf),
+    #[error("the text is empty: give a message to check")]
+    EmptyText,
+    #[error(
+        "the text is too long: it is {message_tokens} tokens, and with the longest template the prompt is {prompt_tokens} tokens, over the model's context of {limit} tokens"
+    )]
+    TooLong {
+        message_tokens: usize,
+        prompt_tokens: usize,
+        limit: usize,
+    },
+    #[error(transparent)]
+    Engine(#[from] aegis_engine::EngineError),
+}
+
+pub type Result<T, E = GuardError> = std::result::Result<T, E>;

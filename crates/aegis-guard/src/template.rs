@@ -1,0 +1,330 @@
+//! Validator templates: `prompt_guard/<key>.txt`, a YAML front matter between `---` lines, then
+//! the prompt body with exactly one `{{message}}` placeholder.
+
+use std::path::{Path, PathBuf};
+
+use aegis_engine::Segment;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{GuardError, Result};
+use crate::language::Language;
+
+pub const PLACEHOLDER: &str = "{{message}}";
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct FrontMatter {
+    name: String,
+    #[serde(default)]
+    description: String,
+    /// Position in verdicts and in the original API's `execution_per_step`; ties sort by key.
+    #[serde(default = "default_order")]
+    order: i64,
+    #[serde(default = "default_threshold")]
+    threshold: f32,
+    rejection: Rejection,
+}
+
+fn default_order() -> i64 {
+    i64::MAX
+}
+
+fn default_threshold() -> f32 {
+    0.5
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rejection {
+    /// Indonesian.
+    pub id: String,
+    /// English.
+    pub en: String,
+}
+
+impl Rejection {
+    pub fn for_language(&self, language: Language) -> &str {
+        match language {
+            Language::Indonesian => &self.id,
+            Language::English => &self.en,
+        }
+    }
+}
+
+/// One validator, parsed and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Validator {
+    /// File stem: `spam`, `financial_advice`. Also the step name in the original API.
+    pub key: String,
+    pub name: String,
+    pub description: String,
+    pub order: i64,
+    pub threshold: f32,
+    pub rejection: Rejection,
+    /// Template text before and after the placeholder.
+    before: String,
+    after: String,
+    /// sha256 of the whole file, recorded with every verdict.
+    pub content_hash: String,
+    pub path: PathBuf,
+}
+
+impl Validator {
+    pub fn parse(path: &Path, content: &str) -> Result<Self> {
+        let problem = |problem: String| GuardError::Template {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let key = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .ok_or_else(|| {
+                problem(
+                    "the file name must be a key of letters, digits and _ (e.g. spam.txt)".into(),
+                )
+            })?
+            .to_string();
+        let content = content.strip_prefix('\u{feff}').unwrap_or(content);
+        let rest = content
+            .strip_prefix("---\n")
+            .or_else(|| content.strip_prefix("---\r\n"))
+            .ok_or_else(|| {
+                problem("must start with a front matter block opened by a --- line".into())
+            })?;
+        let (yaml, body) = split_front_matter(rest)
+            .ok_or_else(|| problem("the front matter is not closed by a --- line".into()))?;
+        let front: FrontMatter =
+            serde_yaml::from_str(yaml).map_err(|e| problem(format!("bad front matter: {e}")))?;
+        if !(front.threshold > 0.0 && front.threshold < 1.0) {
+            return Err(problem(format!(
+                "threshold must be between 0 and 1 (exclusive), not {}",
+                front.threshold
+            )));
+        }
+        if front.name.trim().is_empty() {
+            return Err(problem("name must not be empty".into()));
+        }
+        if front.rejection.id.trim().is_empty() || front.rejection.en.trim().is_empty() {
+            return Err(problem(
+                "rejection needs a non-empty message for both id and en".into(),
+            ));
+        }
+        let placeholders = body.matches(PLACEHOLDER).count();
+        let (before, after) = match placeholders {
+            1 => body.split_once(PLACEHOLDER).unwrap_or((body, "")),
+            0 => {
+                return Err(problem(format!(
+                    "the prompt has no {PLACEHOLDER} placeholder"
+                )))
+            }
+            n => {
+                return Err(problem(format!(
+                    "the prompt has {n} {PLACEHOLDER} placeholders; it needs exactly one"
+                )))
+            }
+        };
+        // The answer is scored at the position right after the template's last token, so the end
+        // is normalised: editors disagree on trailing newlines, the model must not see the difference.
+        let after = format!("{}\n", after.trim_end());
+        Ok(Self {
+            key,
+            name: front.name,
+            description: front.description,
+            order: front.order,
+            threshold: front.threshold,
+            rejection: front.rejection,
+            before: body_start(before).to_string(),
+            after,
+            content_hash: hex_sha256(content.as_bytes()),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The prompt for one message: template text around the user's text, never mixed.
+    pub fn prompt(&self, message: &str) -> Vec<Segment> {
+        vec![
+            Segment::Template(self.before.clone()),
+            Segment::User(message.to_string()),
+            Segment::Template(self.after.clone()),
+        ]
+    }
+}
+
+/// Splits `yaml\n---\nbody` at the closing `---` line.
+fn split_front_matter(rest: &str) -> Option<(&str, &str)> {
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Some((&rest[..offset], &rest[offset + line.len()..]));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// The body starts on the line after the front matter; a blank line there is formatting.
+fn body_start(before: &str) -> &str {
+    before.trim_start_matches(['\n', '\r'])
+}
+
+pub(crate) fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The result of reading a templates folder: the validators that parsed, and why the others did not.
+#[derive(Debug)]
+pub struct LoadedValidators {
+    pub validators: Vec<Validator>,
+    pub errors: Vec<GuardError>,
+}
+
+/// Reads every `*.txt` in `dir`. A broken file is reported and skipped; the rest keep working.
+pub fn load_validators(dir: &Path) -> Result<LoadedValidators> {
+    let entries = std::fs::read_dir(dir).map_err(|source| GuardError::TemplatesDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("txt"))
+        .collect();
+    paths.sort();
+    let mut validators = Vec::new();
+    let mut errors = Vec::new();
+    for path in paths {
+        let parsed = std::fs::read(&path)
+            .map_err(|e| GuardError::Template {
+                path: path.clone(),
+                problem: format!("cannot read: {e}"),
+            })
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|_| GuardError::Template {
+                    path: path.clone(),
+                    problem: "not valid UTF-8 text".into(),
+                })
+            })
+            .and_then(|text| Validator::parse(&path, &text));
+        match parsed {
+            Ok(v) => validators.push(v),
+            Err(e) => {
+                tracing::warn!(error = %e, "validator template refused");
+                errors.push(e);
+            }
+        }
+    }
+    validators.sort_by(|a, b| (a.order, &a.key).cmp(&(b.order, &b.key)));
+    Ok(LoadedValidators { validators, errors })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "---\nname: Spam\nthreshold: 0.4\nrejection:\n  id: Maaf.\n  en: Sorry.\n---\n<start_of_turn>user\nMessage: {{message}}\nSpam?<end_of_turn>\n<start_of_turn>model\n\n\n";
+
+    fn parse(content: &str) -> Result<Validator> {
+        Validator::parse(Path::new("prompt_guard/spam.txt"), content)
+    }
+
+    fn problem(content: &str) -> String {
+        parse(content).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_a_good_template_and_renders_segments() -> Result<()> {
+        let v = parse(GOOD)?;
+        assert_eq!(v.key, "spam");
+        assert_eq!(v.threshold, 0.4);
+        assert_eq!(
+            v.prompt("hi <end_of_turn>"),
+            vec![
+                Segment::Template("<start_of_turn>user\nMessage: ".into()),
+                Segment::User("hi <end_of_turn>".into()),
+                Segment::Template("\nSpam?<end_of_turn>\n<start_of_turn>model\n".into()),
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_missing_and_doubled_placeholders() {
+        let none = problem(&GOOD.replace("{{message}}", "x"));
+        assert!(
+            none.contains("prompt_guard/spam.txt: the prompt has no {{message}} placeholder"),
+            "{none}"
+        );
+        let two = problem(&GOOD.replace("{{message}}", "{{message}} {{message}}"));
+        assert!(
+            two.contains("has 2 {{message}} placeholders; it needs exactly one"),
+            "{two}"
+        );
+    }
+
+    #[test]
+    fn refuses_bad_front_matter() {
+        let unknown = problem(&GOOD.replace("threshold: 0.4", "threshold: 0.4\ncolour: red"));
+        assert!(
+            unknown.contains("bad front matter: unknown field `colour`"),
+            "{unknown}"
+        );
+        let unclosed = problem("---\nname: x\n{{message}}");
+        assert!(unclosed.contains("not closed by a --- line"), "{unclosed}");
+        let none = problem("{{message}}");
+        assert!(
+            none.contains("must start with a front matter block"),
+            "{none}"
+        );
+        let threshold = problem(&GOOD.replace("0.4", "1.5"));
+        assert!(
+            threshold.contains("threshold must be between 0 and 1"),
+            "{threshold}"
+        );
+        let no_rejection = problem(&GOOD.replace("rejection:\n  id: Maaf.\n  en: Sorry.\n", ""));
+        assert!(
+            no_rejection.contains("missing field `rejection`"),
+            "{no_rejection}"
+        );
+        let not_yaml = problem(&GOOD.replace("name: Spam", "name: [unclosed"));
+        assert!(not_yaml.contains("bad front matter"), "{not_yaml}");
+    }
+
+    #[test]
+    fn a_broken_file_is_reported_and_the_others_still_load() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|source| GuardError::TemplatesDir {
+            path: "tmp".into(),
+            source,
+        })?;
+        let write =
+            |name: &str, text: &str| std::fs::write(dir.path().join(name), text).expect("write");
+        write("spam.txt", GOOD);
+        write("toxic.txt", &GOOD.replace("{{message}}", ""));
+        write("notes.md", "ignored: not a template");
+        let loaded = load_validators(dir.path())?;
+        assert_eq!(loaded.validators.len(), 1);
+        assert_eq!(loaded.errors.len(), 1);
+        let err = loaded.errors[0].to_string();
+        assert!(
+            err.contains("toxic.txt: the prompt has no {{message}} placeholder"),
+            "{err}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn the_shipped_templates_load_and_share_their_opening() -> Result<()> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
+        let loaded = load_validators(&dir)?;
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let keys: Vec<&str> = loaded.validators.iter().map(|v| v.key.as_str()).collect();
+        assert_eq!(keys, ["spam", "toxic", "harassment", "financial_advice"]);
+        // Preamble and message come first in every template, so the prompts share a prefix.
+        let first = &loaded.validators[0].before;
+        assert!(loaded.validators.iter().all(|v| &v.before == first));
+        Ok(())
+    }
+}
