@@ -1,1 +1,58 @@
-fn main() {}
+//! `aegis`: the headless twin of the desktop console.
+
+mod check;
+mod input;
+mod model_cmd;
+mod options;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "aegis",
+    version,
+    about = "Check messages against spam, toxic, harassment and financial-advice policies with a local Gemma 3"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a message (or a file of messages) against every validator.
+    Check(Box<check::CheckArgs>),
+    /// Model utilities.
+    #[command(subcommand)]
+    Model(model_cmd::ModelCommand),
+}
+
+/// Exit codes: 0 every message passed, 1 something failed a validator, 2 usage or input error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    Passed = 0,
+    Failed = 1,
+    InputError = 2,
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AEGIS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(*args),
+        Command::Model(command) => model_cmd::run(command),
+    };
+    match result {
+        Ok(status) => std::process::ExitCode::from(status as u8),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::from(ExitStatus::InputError as u8)
+        }
+    }
+}

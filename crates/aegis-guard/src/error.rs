@@ -15,7 +15,7 @@ pub enum GuardError {
     #[error("the text is empty: give a message to check")]
     EmptyText,
     #[error(
-        "the text is too long: it is {message_tokens} tokens, and with the longest template the prompt is {prompt_tokens} tokens, over the model's context of {limit} tokens"
+        "the text is too long: it is {message_tokens} tokens; with a validator's template around it the prompt is {prompt_tokens} tokens, over the model's context of {limit} tokens"
     )]
     TooLong {
         message_tokens: usize,

@@ -1,0 +1,152 @@
+//! `aegis check`: one message, or a file of them.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use aegis_guard::{Guard, GuardError, Status, ValidateResponse, Verdict};
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::input::read_rows;
+use crate::options::GuardArgs;
+use crate::ExitStatus;
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The message to check.
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub text: Option<String>,
+    /// Check every message in a .txt, .csv or .jsonl file; results stream to stdout as JSONL.
+    #[arg(long, short)]
+    pub file: Option<PathBuf>,
+    /// CSV column holding the text (default: text, else question).
+    #[arg(long)]
+    pub column: Option<String>,
+    /// Print the original /validate response shape (with scores) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// user_id reported in JSON output.
+    #[arg(long, default_value = "cli")]
+    pub user_id: String,
+    #[command(flatten)]
+    pub guard: GuardArgs,
+}
+
+pub fn run(args: CheckArgs) -> Result<ExitStatus> {
+    // Input problems are found before the model loads: a typo should not cost a model load.
+    if let Some(text) = &args.text {
+        if text.trim().is_empty() {
+            return Err(GuardError::EmptyText.into());
+        }
+    }
+    let rows = args
+        .file
+        .as_ref()
+        .map(|f| read_rows(f, args.column.as_deref()))
+        .transpose()?;
+    let guard = args.guard.load()?;
+    match (rows, &args.text) {
+        (Some(rows), _) => check_rows(&guard, rows, &args.user_id),
+        (None, Some(text)) => {
+            let verdict = guard.check(text)?;
+            if args.json {
+                let response = ValidateResponse::new(&args.user_id, text, &verdict);
+                println!("{}", serde_json::to_string_pretty(&response)?);
+            } else {
+                print_table(&verdict);
+            }
+            Ok(exit_for(verdict.status))
+        }
+        (None, None) => unreachable!("clap requires text or --file"),
+    }
+}
+
+fn exit_for(status: Status) -> ExitStatus {
+    match status {
+        Status::Passed => ExitStatus::Passed,
+        Status::Failed => ExitStatus::Failed,
+    }
+}
+
+fn print_table(verdict: &Verdict) {
+    println!(
+        "{:<20} {:>7} {:>9}  verdict",
+        "validator", "score", "threshold"
+    );
+    for r in &verdict.results {
+        println!(
+            "{:<20} {:>7.3} {:>9.2}  {}",
+            r.key,
+            r.score,
+            r.threshold,
+            if r.passed { "passed" } else { "FAILED" }
+        );
+    }
+    println!();
+    match verdict.status {
+        Status::Passed => println!("status: passed (aman)"),
+        Status::Failed => {
+            println!("status: failed ({})", verdict.case);
+            println!("message: {}", verdict.rejection_message);
+        }
+    }
+    println!(
+        "model: {} (sha256 {}), {:.0} ms",
+        verdict.model.id,
+        &verdict.model.content_hash[..12.min(verdict.model.content_hash.len())],
+        verdict.latency_ms
+    );
+}
+
+fn check_rows(guard: &Guard, rows: Vec<crate::input::Row>, user_id: &str) -> Result<ExitStatus> {
+    let started = Instant::now();
+    let progress = ProgressBar::new(rows.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} rows  {per_sec}  ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let (mut passed, mut failed, mut bad) = (0usize, 0usize, 0usize);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for row in rows {
+        let outcome = row.text.and_then(|text| {
+            guard
+                .check(&text)
+                .map(|verdict| (text, verdict))
+                .map_err(|e| e.to_string())
+        });
+        match outcome {
+            Ok((text, verdict)) => {
+                match verdict.status {
+                    Status::Passed => passed += 1,
+                    Status::Failed => failed += 1,
+                }
+                let mut json =
+                    serde_json::to_value(ValidateResponse::new(user_id, &text, &verdict))?;
+                json["line"] = row.line.into();
+                writeln!(out, "{json}")?;
+            }
+            Err(problem) => {
+                bad += 1;
+                progress.suspend(|| eprintln!("line {}: {problem}", row.line));
+            }
+        }
+        progress.inc(1);
+    }
+    out.flush()?;
+    progress.finish_and_clear();
+    let total = passed + failed;
+    eprintln!(
+        "{total} checked: {passed} passed, {failed} failed; {bad} bad rows; {:.1} s ({:.0} ms per message)",
+        started.elapsed().as_secs_f64(),
+        started.elapsed().as_secs_f64() * 1e3 / total.max(1) as f64
+    );
+    Ok(if failed > 0 {
+        ExitStatus::Failed
+    } else if bad > 0 {
+        ExitStatus::InputError
+    } else {
+        ExitStatus::Passed
+    })
+}

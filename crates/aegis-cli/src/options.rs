@@ -1,0 +1,100 @@
+//! Flags every model-using command shares, resolved once into a loaded guard.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use aegis_engine::{
+    resolve, DeviceChoice, GemmaEngine, HubOptions, LoadOptions, ModelSpec, WeightFormat,
+};
+use aegis_guard::{Guard, RejectionMode};
+use anyhow::{Context, Result};
+
+#[derive(Debug, clap::Args)]
+pub struct ModelArgs {
+    /// Model: "default", a .gguf file, a directory (safetensors + config.json + tokenizer.json),
+    /// or a Hugging Face repo id such as google/gemma-3-4b-it-qat-q4_0-gguf.
+    #[arg(long, env = "AEGIS_MODEL", default_value = "default")]
+    pub model: String,
+    /// cpu, cuda, cuda:N, or auto (CUDA when built with it and present).
+    #[arg(long, env = "AEGIS_DEVICE", default_value = "auto")]
+    pub device: String,
+    /// dense (dequantize once; fastest on CPU) or quantized (least memory).
+    #[arg(long, default_value = "dense")]
+    pub weights: String,
+    /// Longest prompt accepted, in tokens.
+    #[arg(long, default_value_t = LoadOptions::default().max_context)]
+    pub max_context: usize,
+    /// Never reach the Hugging Face hub; use only local files and the HF cache.
+    #[arg(long, env = "HF_HUB_OFFLINE")]
+    pub offline: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GuardArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Folder of validator templates.
+    #[arg(long, env = "AEGIS_PROMPTS")]
+    pub prompts: Option<PathBuf>,
+    /// Have the model write the rejection message (falls back to the templated one).
+    #[arg(long)]
+    pub generate_rejection: bool,
+}
+
+impl ModelArgs {
+    pub fn load(&self) -> Result<GemmaEngine> {
+        let started = Instant::now();
+        let spec = ModelSpec::parse(&self.model)?;
+        let hub = HubOptions {
+            offline: self.offline,
+            progress: true,
+            cache_dir: None,
+        };
+        let resolved = resolve(&spec, &hub)?;
+        let options = LoadOptions {
+            device: self.device.parse::<DeviceChoice>()?,
+            weight_format: self
+                .weights
+                .parse::<WeightFormat>()
+                .map_err(anyhow::Error::msg)?,
+            max_context: self.max_context,
+        };
+        let engine = GemmaEngine::load(&resolved, &options)
+            .with_context(|| format!("loading {}", resolved.id))?;
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "model ready"
+        );
+        Ok(engine)
+    }
+}
+
+impl GuardArgs {
+    /// The templates folder: the flag, else ./prompt_guard, else the one shipped in the source tree.
+    fn prompts_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.prompts {
+            return dir.clone();
+        }
+        let local = PathBuf::from("prompt_guard");
+        if local.is_dir() {
+            return local;
+        }
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard")
+    }
+
+    pub fn load(&self) -> Result<Guard> {
+        let engine = self.model.load()?;
+        let dir = self.prompts_dir();
+        let (guard, problems) = Guard::from_dir(Arc::new(engine), &dir)?;
+        for problem in problems {
+            eprintln!("warning: template refused: {problem}");
+        }
+        let mode = if self.generate_rejection {
+            RejectionMode::Generated { max_tokens: 48 }
+        } else {
+            RejectionMode::Templated
+        };
+        Ok(guard.with_rejection(mode))
+    }
+}
