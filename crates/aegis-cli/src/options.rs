@@ -49,7 +49,7 @@ impl ModelArgs {
         let hub = HubOptions {
             offline: self.offline,
             progress: true,
-            cache_dir: None,
+            ..HubOptions::default()
         };
         let resolved = resolve(&spec, &hub)?;
         let options = LoadOptions {

@@ -149,7 +149,10 @@ impl WeightReader {
 
     fn dense(&mut self, path: &Path, name: &str) -> Result<Tensor> {
         match self {
-            Self::Gguf { .. } => unreachable_dense(path, name),
+            Self::Gguf { .. } => Err(EngineError::invalid(
+                path,
+                format!("internal: dense read of GGUF tensor {name}"),
+            )),
             Self::Safetensors { tensors, prefix } => {
                 let hf = format!("{prefix}{}", hf_tensor_name(name));
                 let t = tensors
@@ -188,13 +191,6 @@ impl WeightReader {
             WeightFormat::Dense => QMatMul::Tensor(q.dequantize(device)?),
         })
     }
-}
-
-fn unreachable_dense(path: &Path, name: &str) -> Result<Tensor> {
-    Err(EngineError::invalid(
-        path,
-        format!("internal: dense read of GGUF tensor {name}"),
-    ))
 }
 
 impl Gemma3 {
@@ -459,11 +455,6 @@ impl Gemma3 {
     pub fn last_row(hidden: &Tensor) -> Result<Tensor> {
         let len = hidden.dim(0)?;
         Ok(hidden.get(len - 1)?)
-    }
-
-    /// Mean over rows `range` of a `[len, hidden]` block.
-    pub fn mean_rows(hidden: &Tensor, range: std::ops::Range<usize>) -> Result<Tensor> {
-        Ok(hidden.narrow(0, range.start, range.len())?.mean(0)?)
     }
 }
 

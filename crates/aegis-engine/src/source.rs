@@ -100,6 +100,8 @@ pub struct HubOptions {
     pub progress: bool,
     /// The Hugging Face cache root (`.../hub`); defaults to `$HF_HOME/hub` or `~/.cache/huggingface/hub`.
     pub cache_dir: Option<PathBuf>,
+    /// Hub address; defaults to `$HF_ENDPOINT`, else huggingface.co.
+    pub endpoint: Option<String>,
 }
 
 pub fn resolve(spec: &ModelSpec, hub: &HubOptions) -> Result<ResolvedModel> {
@@ -244,7 +246,7 @@ fn resolve_hub(repo: &str, revision: Option<&str>, hub: &HubOptions) -> Result<R
             cache_dir.display()
         )));
     }
-    download_from_hub(repo, revision, &cache_dir, hub.progress)
+    download_from_hub(repo, revision, &cache_dir, hub)
 }
 
 /// The snapshot directory the Hugging Face cache layout records for `revision`
@@ -262,7 +264,7 @@ fn download_from_hub(
     repo: &str,
     revision: Option<&str>,
     cache_dir: &Path,
-    progress: bool,
+    hub: &HubOptions,
 ) -> Result<ResolvedModel> {
     let download_error = |message: String| EngineError::Download {
         repo: repo.to_string(),
@@ -275,9 +277,13 @@ fn download_from_hub(
         .filter(|t| !t.is_empty())
         .or_else(|| cache.token());
     let mut builder = hf_hub::api::sync::ApiBuilder::from_cache(cache)
-        .with_progress(progress)
+        .with_progress(hub.progress)
         .with_token(token);
-    if let Ok(endpoint) = std::env::var("HF_ENDPOINT") {
+    if let Some(endpoint) = hub
+        .endpoint
+        .clone()
+        .or_else(|| std::env::var("HF_ENDPOINT").ok())
+    {
         builder = builder.with_endpoint(endpoint);
     }
     let api = builder.build().map_err(|e| download_error(e.to_string()))?;
@@ -415,8 +421,8 @@ mod tests {
         }
         let hub = HubOptions {
             offline: true,
-            progress: false,
             cache_dir: Some(cache.path().to_path_buf()),
+            ..HubOptions::default()
         };
         let spec = ModelSpec::Hub {
             repo: "google/gemma-3-4b-it-qat-q4_0-gguf".into(),
@@ -436,8 +442,8 @@ mod tests {
         let cache = tempfile::tempdir().expect("tempdir");
         let hub = HubOptions {
             offline: true,
-            progress: false,
             cache_dir: Some(cache.path().to_path_buf()),
+            ..HubOptions::default()
         };
         let spec = ModelSpec::Hub {
             repo: "google/gemma-3-4b-it".into(),
@@ -451,10 +457,13 @@ mod tests {
     fn unreachable_hub_is_a_clear_error() {
         let cache = tempfile::tempdir().expect("tempdir");
         // Port 9 on loopback (discard) refuses at once: the network path fails fast and says why.
-        std::env::set_var("HF_ENDPOINT", "http://127.0.0.1:9");
-        let result = download_from_hub("google/gemma-3-4b-it", None, cache.path(), false);
-        std::env::remove_var("HF_ENDPOINT");
-        let err = result.unwrap_err().to_string();
+        let hub = HubOptions {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            ..HubOptions::default()
+        };
+        let err = download_from_hub("google/gemma-3-4b-it", None, cache.path(), &hub)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("downloading google/gemma-3-4b-it"), "{err}");
         assert!(err.contains("network"), "{err}");
     }
