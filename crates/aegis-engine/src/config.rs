@@ -33,7 +33,7 @@ pub struct Gemma3Config {
 
 impl Gemma3Config {
     pub fn is_sliding(&self, layer: usize) -> bool {
-        (layer + 1) % self.sliding_window_pattern != 0
+        !(layer + 1).is_multiple_of(self.sliding_window_pattern)
     }
 
     pub fn from_gguf(path: &Path, content: &gguf_file::Content) -> Result<Self> {
