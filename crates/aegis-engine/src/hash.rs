@@ -40,10 +40,13 @@ pub fn file_sha256(path: &Path) -> Result<String> {
     let digest = hex(&hasher.finalize());
     if let Some(memo) = memo {
         // A memo that cannot be written only costs a re-hash next time.
-        let _ = memo
+        let written = memo
             .parent()
-            .map(std::fs::create_dir_all)
-            .and_then(|_| std::fs::write(&memo, &digest).ok());
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&memo, &digest));
+        if let Err(e) = written {
+            tracing::debug!(memo = %memo.display(), error = %e, "model hash memo not written");
+        }
     }
     Ok(digest)
 }
