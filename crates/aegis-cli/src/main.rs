@@ -4,6 +4,7 @@ mod check;
 mod input;
 mod model_cmd;
 mod options;
+mod train;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Check a message (or a file of messages) against every validator.
     Check(Box<check::CheckArgs>),
+    /// Train validators' heads on labelled messages and report cross-validated quality.
+    Train(Box<train::TrainArgs>),
     /// Model utilities.
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
@@ -46,6 +49,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
+        Command::Train(args) => train::run(*args),
         Command::Model(command) => model_cmd::run(command),
     };
     match result {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use aegis_engine::{
     resolve, DeviceChoice, GemmaEngine, HubOptions, LoadOptions, ModelSpec, WeightFormat,
 };
-use aegis_guard::{Guard, RejectionMode};
+use aegis_guard::{Guard, GuardError, RejectionMode};
 use anyhow::{Context, Result};
 
 #[derive(Debug, clap::Args)]
@@ -72,7 +72,7 @@ impl ModelArgs {
 
 impl GuardArgs {
     /// The templates folder: the flag, else ./prompt_guard, else the one shipped in the source tree.
-    fn prompts_dir(&self) -> PathBuf {
+    pub fn prompts_dir(&self) -> PathBuf {
         if let Some(dir) = &self.prompts {
             return dir.clone();
         }
@@ -88,7 +88,10 @@ impl GuardArgs {
         let dir = self.prompts_dir();
         let (guard, problems) = Guard::from_dir(Arc::new(engine), &dir)?;
         for problem in problems {
-            eprintln!("warning: template refused: {problem}");
+            match problem {
+                GuardError::HeadRefused { .. } => eprintln!("warning: {problem}"),
+                _ => eprintln!("warning: template refused: {problem}"),
+            }
         }
         let mode = if self.generate_rejection {
             RejectionMode::Generated { max_tokens: 48 }

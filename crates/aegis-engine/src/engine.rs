@@ -3,12 +3,14 @@
 
 use std::time::Instant;
 
-use candle_core::Device;
+use std::ops::Range;
+
+use candle_core::{DType, Device, Tensor};
 
 use crate::error::{EngineError, Result};
 use crate::model::{two_way_probability, Gemma3, KvCache, WeightFormat};
 use crate::source::{ResolvedModel, WeightFiles};
-use crate::tokenizer::{GemmaTokenizer, Segment};
+use crate::tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};
 
 /// A prompt as segments, so template text and user text keep their tokenisation rules.
 pub type Prompt = Vec<Segment>;
@@ -35,8 +37,9 @@ pub trait LanguageModel: Send + Sync {
     /// Tokens a whole prompt takes.
     fn count_prompt_tokens(&self, prompt: &[Segment]) -> Result<usize>;
 
-    /// P(Yes) at the end of each prompt: softmax over the logits of the `Yes` and `No` tokens.
-    fn score(&self, prompts: &[Prompt]) -> Result<Vec<Scored>>;
+    /// P(Yes) at the end of each prompt (softmax over the logits of the `Yes` and `No` tokens),
+    /// with the hidden states learned heads read, from the same forward pass.
+    fn score(&self, prompts: &[Prompt]) -> Result<Scores>;
 
     /// Greedy decoding after `prompt`, up to `max_tokens`, stopping at the end of the model's turn.
     /// Each new piece of text is passed to `on_text` as it is produced.
@@ -49,12 +52,25 @@ pub trait LanguageModel: Send + Sync {
 }
 
 /// One prompt's answer.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
     /// P(Yes) against No, in (0, 1).
     pub p_yes: f32,
     /// Time from the start of the call until this answer was ready (shared work included).
     pub elapsed_ms: f64,
+    /// Final (normed) hidden state at the prompt's last position, where the answer is read:
+    /// conditioned on the message and on this prompt's policy text.
+    pub answer_hidden: Vec<f32>,
+}
+
+/// The answers to a set of prompts about one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scores {
+    /// One per prompt, in order.
+    pub answers: Vec<Scored>,
+    /// Mean final hidden state over the first prompt's user-text tokens (empty if it has none).
+    /// When every prompt opens with the same text and message, this is shared by all of them.
+    pub message_mean: Vec<f32>,
 }
 
 /// Which device to run on.
@@ -174,15 +190,15 @@ impl GemmaEngine {
         &self.model
     }
 
-    fn encode_checked(&self, prompt: &[Segment]) -> Result<Vec<u32>> {
-        let ids = self.tokenizer.encode_prompt(prompt)?;
-        if ids.len() > self.info.context_length {
+    fn encode_checked(&self, prompt: &[Segment]) -> Result<EncodedPrompt> {
+        let encoded = self.tokenizer.encode_prompt_with_spans(prompt)?;
+        if encoded.ids.len() > self.info.context_length {
             return Err(EngineError::ContextExceeded {
-                prompt_tokens: ids.len(),
+                prompt_tokens: encoded.ids.len(),
                 limit: self.info.context_length,
             });
         }
-        Ok(ids)
+        Ok(encoded)
     }
 
     /// Last-position logits over the whole vocabulary for raw token ids (reference checks).
@@ -234,9 +250,24 @@ fn device_name(device: &Device) -> String {
     }
 }
 
+/// Mean of the rows of `hidden` (`[len, hidden]`) inside `spans`; empty when they cover nothing.
+fn mean_rows(hidden: &Tensor, spans: &[Range<usize>]) -> Result<Vec<f32>> {
+    let positions: Vec<u32> = spans
+        .iter()
+        .flat_map(|s| s.clone())
+        .map(|p| p as u32)
+        .collect();
+    if positions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let index = Tensor::new(positions.as_slice(), hidden.device())?;
+    let rows = hidden.index_select(&index, 0)?.to_dtype(DType::F32)?;
+    Ok(rows.mean(0)?.to_vec1()?)
+}
+
 /// Length of the token prefix all sequences share, leaving each at least one token of its own
 /// (the answer position must be computed per prompt).
-fn shared_prefix_len(seqs: &[Vec<u32>]) -> usize {
+fn shared_prefix_len(seqs: &[&[u32]]) -> usize {
     let Some(first) = seqs.first() else { return 0 };
     let mut len = seqs
         .iter()
@@ -244,7 +275,7 @@ fn shared_prefix_len(seqs: &[Vec<u32>]) -> usize {
         .min()
         .unwrap_or(0);
     for seq in &seqs[1..] {
-        len = len.min(first.iter().zip(seq).take_while(|(a, b)| a == b).count());
+        len = len.min(first.iter().zip(*seq).take_while(|(a, b)| a == b).count());
     }
     len
 }
@@ -262,31 +293,45 @@ impl LanguageModel for GemmaEngine {
         Ok(self.tokenizer.encode_prompt(prompt)?.len())
     }
 
-    fn score(&self, prompts: &[Prompt]) -> Result<Vec<Scored>> {
+    fn score(&self, prompts: &[Prompt]) -> Result<Scores> {
         let started = Instant::now();
-        let seqs = prompts
+        let encoded = prompts
             .iter()
             .map(|p| self.encode_checked(p))
             .collect::<Result<Vec<_>>>()?;
+        let seqs: Vec<&[u32]> = encoded.iter().map(|e| e.ids.as_slice()).collect();
         // The validators' prompts share their opening (preamble and message): compute it once.
         let shared = shared_prefix_len(&seqs);
         let mut base = KvCache::default();
-        if shared > 0 {
-            self.model.forward(&seqs[0][..shared], &mut base)?;
+        let shared_hidden = if shared > 0 {
+            Some(self.model.forward(&seqs[0][..shared], &mut base)?)
+        } else {
+            None
+        };
+        let mut message_mean = Vec::new();
+        let mut answers = Vec::with_capacity(seqs.len());
+        for (i, seq) in seqs.iter().enumerate() {
+            let mut cache = base.clone();
+            let hidden = self.model.forward(&seq[shared..], &mut cache)?;
+            let answer = Gemma3::last_row(&hidden)?;
+            let logits = self.model.logits_for(&answer, &[self.yes_id, self.no_id])?;
+            if i == 0 {
+                let whole = match &shared_hidden {
+                    Some(prefix) => Tensor::cat(&[prefix, &hidden], 0)?,
+                    None => hidden.clone(),
+                };
+                message_mean = mean_rows(&whole, &encoded[0].user_spans)?;
+            }
+            answers.push(Scored {
+                p_yes: two_way_probability(logits[0], logits[1]),
+                elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+                answer_hidden: answer.to_dtype(DType::F32)?.to_vec1()?,
+            });
         }
-        seqs.iter()
-            .map(|seq| {
-                let mut cache = base.clone();
-                let hidden = self.model.forward(&seq[shared..], &mut cache)?;
-                let logits = self
-                    .model
-                    .logits_for(&Gemma3::last_row(&hidden)?, &[self.yes_id, self.no_id])?;
-                Ok(Scored {
-                    p_yes: two_way_probability(logits[0], logits[1]),
-                    elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
-                })
-            })
-            .collect()
+        Ok(Scores {
+            answers,
+            message_mean,
+        })
     }
 
     fn generate(
@@ -295,7 +340,7 @@ impl LanguageModel for GemmaEngine {
         max_tokens: usize,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<String> {
-        let ids = self.encode_checked(prompt)?;
+        let ids = self.encode_checked(prompt)?.ids;
         let stops = self.tokenizer.stop_ids();
         let mut cache = KvCache::default();
         let mut generated: Vec<u32> = Vec::new();
@@ -330,11 +375,22 @@ mod tests {
 
     #[test]
     fn shared_prefix_leaves_every_prompt_a_token() {
-        assert_eq!(shared_prefix_len(&[vec![1, 2, 3, 4], vec![1, 2, 3, 5]]), 3);
-        assert_eq!(shared_prefix_len(&[vec![1, 2, 3], vec![1, 2, 3]]), 2);
-        assert_eq!(shared_prefix_len(&[vec![1, 2], vec![3]]), 0);
-        assert_eq!(shared_prefix_len(&[vec![7, 8, 9]]), 2);
+        assert_eq!(shared_prefix_len(&[&[1, 2, 3, 4], &[1, 2, 3, 5]]), 3);
+        assert_eq!(shared_prefix_len(&[&[1, 2, 3], &[1, 2, 3]]), 2);
+        assert_eq!(shared_prefix_len(&[&[1, 2], &[3]]), 0);
+        assert_eq!(shared_prefix_len(&[&[7, 8, 9]]), 2);
         assert_eq!(shared_prefix_len(&[]), 0);
+    }
+
+    #[test]
+    fn mean_rows_averages_only_the_spans() -> Result<()> {
+        let hidden = Tensor::new(
+            &[[1f32, 10.], [2., 20.], [3., 30.], [4., 40.]],
+            &Device::Cpu,
+        )?;
+        assert_eq!(mean_rows(&hidden, &[1..2, 3..4])?, vec![3.0, 30.0]);
+        assert!(mean_rows(&hidden, &[])?.is_empty());
+        Ok(())
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod tokenizer;
 
 pub use config::Gemma3Config;
 pub use engine::{
-    DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored,
+    DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored, Scores,
 };
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
@@ -19,4 +19,4 @@ pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
 pub use source::{
     default_model_dir, resolve, HubOptions, ModelSpec, ResolvedModel, WeightFiles, MODEL_DIR_ENV,
 };
-pub use tokenizer::{GemmaTokenizer, Segment};
+pub use tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};

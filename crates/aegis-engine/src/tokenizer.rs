@@ -2,6 +2,7 @@
 //! control tokens (`<start_of_turn>`, ...); user text never produces one, whatever it contains.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::path::Path;
 
 use tokenizers::Tokenizer;
@@ -15,6 +16,14 @@ pub enum Segment {
     Template(String),
     /// User text: tokenised as plain text, control-token strings included.
     User(String),
+}
+
+/// A tokenised prompt and where the user's text lies in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedPrompt {
+    pub ids: Vec<u32>,
+    /// Token ranges produced by `Segment::User` segments, in order.
+    pub user_spans: Vec<Range<usize>>,
 }
 
 #[derive(Debug, Clone)]
@@ -90,11 +99,21 @@ impl GemmaTokenizer {
 
     /// Tokenises a prompt: `<bos>`, then each segment with the rule for its kind.
     pub fn encode_prompt(&self, segments: &[Segment]) -> Result<Vec<u32>> {
+        Ok(self.encode_prompt_with_spans(segments)?.ids)
+    }
+
+    /// Like [`Self::encode_prompt`], also saying which positions hold the user's text.
+    pub fn encode_prompt_with_spans(&self, segments: &[Segment]) -> Result<EncodedPrompt> {
         let mut ids = vec![self.bos_id];
+        let mut user_spans = Vec::new();
         for segment in segments {
+            let start = ids.len();
             ids.extend(self.encode_segment(segment)?);
+            if matches!(segment, Segment::User(_)) && ids.len() > start {
+                user_spans.push(start..ids.len());
+            }
         }
-        Ok(ids)
+        Ok(EncodedPrompt { ids, user_spans })
     }
 
     pub fn encode_segment(&self, segment: &Segment) -> Result<Vec<u32>> {

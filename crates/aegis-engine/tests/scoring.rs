@@ -32,6 +32,7 @@ fn scores_are_probabilities_that_vary_and_repeat() {
         engine()
             .score(prompts)
             .expect("score")
+            .answers
             .iter()
             .map(|s| s.p_yes)
             .collect()
@@ -68,14 +69,49 @@ fn shared_prefix_scoring_equals_one_prompt_at_a_time() {
         ),
     ];
     let together = engine().score(&prompts).expect("together");
-    for (p, joint) in prompts.iter().zip(&together) {
-        let alone = engine().score(std::slice::from_ref(p)).expect("alone")[0].p_yes;
+    for (p, joint) in prompts.iter().zip(&together.answers) {
+        let alone = engine().score(std::slice::from_ref(p)).expect("alone");
+        let alone_answer = &alone.answers[0];
         assert!(
-            (alone - joint.p_yes).abs() < 1e-3,
-            "{alone} vs {}",
+            (alone_answer.p_yes - joint.p_yes).abs() < 1e-3,
+            "{} vs {}",
+            alone_answer.p_yes,
             joint.p_yes
         );
+        assert!(max_abs_diff(&alone_answer.answer_hidden, &joint.answer_hidden) < 1e-3);
+        // The message's own tokens see only what precedes them, not the policy question.
+        assert!(max_abs_diff(&alone.message_mean, &together.message_mean) < 1e-3);
     }
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn features_have_the_model_width_and_tell_messages_apart() {
+    let hidden = engine().model().config().hidden_size;
+    let score = |message: &str| {
+        engine()
+            .score(&[prompt("Is this message spam?", message)])
+            .expect("score")
+    };
+    let (a, b) = (
+        score("Selamat pagi, apa kabar?"),
+        score("dasar goblok kamu"),
+    );
+    assert_eq!(a.message_mean.len(), hidden);
+    assert_eq!(a.answers[0].answer_hidden.len(), hidden);
+    assert!(a.message_mean.iter().all(|v| v.is_finite()));
+    assert!(max_abs_diff(&a.message_mean, &b.message_mean) > 1e-2);
+    let no_user_text = engine()
+        .score(&[vec![Segment::Template("<start_of_turn>user\nHi".into())]])
+        .expect("score");
+    assert!(no_user_text.message_mean.is_empty());
 }
 
 #[test]

@@ -22,6 +22,12 @@ pub enum GuardError {
         prompt_tokens: usize,
         limit: usize,
     },
+    #[error("{path}: head not used, the prompt's score decides: {reason}")]
+    HeadRefused { path: PathBuf, reason: String },
+    #[error("the {key} head could not score this message: {message}")]
+    HeadFailed { key: String, message: String },
+    #[error("training the {key} head failed: {message}")]
+    Training { key: String, message: String },
     #[error(transparent)]
     Engine(#[from] aegis_engine::EngineError),
 }

@@ -4,10 +4,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{EngineError, LanguageModel, Segment};
+use aegis_engine::{EngineError, LanguageModel, Scores, Segment};
+use aegis_heads::{FeatureKind, Head};
 use serde::Serialize;
 
 use crate::error::{GuardError, Result};
+use crate::heads::{check_binding, load_heads, HEADS_DIR};
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
 
@@ -27,12 +29,28 @@ impl Status {
     }
 }
 
+/// What decided a validator's score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreSource {
+    /// The prompt's P(Yes).
+    Prompt,
+    /// A learned head on the model's hidden states.
+    Head,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ValidatorResult {
     pub key: String,
     pub name: String,
-    /// P(violation), in (0, 1).
+    /// P(violation), in (0, 1): the learned score when the validator has a usable head, else the
+    /// prompt's.
     pub score: f32,
+    /// P(Yes) from the prompt, always computed.
+    pub prompt_score: f32,
+    /// The head's calibrated probability, when a head for this model and template exists.
+    pub learned_score: Option<f32>,
+    pub decided_by: ScoreSource,
     pub threshold: f32,
     /// The score is below the threshold.
     pub passed: bool,
@@ -78,6 +96,8 @@ pub enum RejectionMode {
 pub struct Guard {
     model: Arc<dyn LanguageModel>,
     validators: Vec<Validator>,
+    /// One slot per validator.
+    heads: Vec<Option<Head>>,
     rejection: RejectionMode,
 }
 
@@ -91,22 +111,58 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Guard {
+    /// A guard scoring every validator by its prompt.
     pub fn new(model: Arc<dyn LanguageModel>, validators: Vec<Validator>) -> Self {
         Self {
+            heads: vec![None; validators.len()],
             model,
             validators,
             rejection: RejectionMode::default(),
         }
     }
 
-    /// Loads the templates in `dir`. Broken templates are returned beside the guard, not fatal,
-    /// unless none is usable.
+    /// Loads the templates in `dir` and the heads in `dir/heads/`. Broken templates and unusable
+    /// heads are returned beside the guard as warnings, not fatal, unless no template is usable.
     pub fn from_dir(model: Arc<dyn LanguageModel>, dir: &Path) -> Result<(Self, Vec<GuardError>)> {
-        let LoadedValidators { validators, errors } = load_validators(dir)?;
+        let LoadedValidators {
+            validators,
+            mut errors,
+        } = load_validators(dir)?;
         if validators.is_empty() {
             return Err(GuardError::NoValidators(dir.to_path_buf()));
         }
-        Ok((Self::new(model, validators), errors))
+        let (heads, warnings) = load_heads(dir, &validators, model.info());
+        errors.extend(warnings);
+        let mut guard = Self::new(model, validators);
+        guard.heads = heads;
+        Ok((guard, errors))
+    }
+
+    /// Lets `head` score its validator, if it was trained for this model and template.
+    pub fn with_head(mut self, head: Head) -> Result<Self> {
+        let refused = |reason: String| GuardError::HeadRefused {
+            path: format!("{HEADS_DIR}/{}.json", head.validator).into(),
+            reason,
+        };
+        let slot = self
+            .validators
+            .iter()
+            .position(|v| v.key == head.validator)
+            .ok_or_else(|| refused("no validator has this key".into()))?;
+        check_binding(
+            &head,
+            &self.validators[slot],
+            &self.validators,
+            self.model.info(),
+        )
+        .map_err(refused)?;
+        self.heads[slot] = Some(head);
+        Ok(self)
+    }
+
+    /// The head scoring each validator, in validator order.
+    pub fn heads(&self) -> &[Option<Head>] {
+        &self.heads
     }
 
     pub fn with_rejection(mut self, mode: RejectionMode) -> Self {
@@ -122,29 +178,57 @@ impl Guard {
         &self.model
     }
 
-    pub fn check(&self, text: &str) -> Result<Verdict> {
-        let started = Instant::now();
+    /// Every validator's prompt about `text`, answered in one model call: P(Yes) per validator and
+    /// the hidden states heads read (also what training uses).
+    pub fn analyse(&self, text: &str) -> Result<Scores> {
         if text.trim().is_empty() {
             return Err(GuardError::EmptyText);
         }
         let prompts: Vec<Vec<Segment>> = self.validators.iter().map(|v| v.prompt(text)).collect();
-        let scores = self
-            .model
+        self.model
             .score(&prompts)
-            .map_err(|e| self.explain_engine_error(e, text))?;
-        let results: Vec<ValidatorResult> = self
+            .map_err(|e| self.explain_engine_error(e, text))
+    }
+
+    pub fn check(&self, text: &str) -> Result<Verdict> {
+        let started = Instant::now();
+        let scores = self.analyse(text)?;
+        let results = self
             .validators
             .iter()
-            .zip(&scores)
-            .map(|(v, s)| ValidatorResult {
-                key: v.key.clone(),
-                name: v.name.clone(),
-                score: s.p_yes,
-                threshold: v.threshold,
-                passed: s.p_yes < v.threshold,
-                latency_ms: s.elapsed_ms,
+            .zip(&self.heads)
+            .zip(&scores.answers)
+            .map(|((v, head), answer)| {
+                let learned_score = match head {
+                    Some(head) => Some(
+                        head.probability(match head.feature {
+                            FeatureKind::MessageMean => &scores.message_mean,
+                            FeatureKind::AnswerHidden => &answer.answer_hidden,
+                        })
+                        .map_err(|e| GuardError::HeadFailed {
+                            key: v.key.clone(),
+                            message: e.to_string(),
+                        })?,
+                    ),
+                    None => None,
+                };
+                let (score, decided_by) = match learned_score {
+                    Some(learned) => (learned, ScoreSource::Head),
+                    None => (answer.p_yes, ScoreSource::Prompt),
+                };
+                Ok(ValidatorResult {
+                    key: v.key.clone(),
+                    name: v.name.clone(),
+                    score,
+                    prompt_score: answer.p_yes,
+                    learned_score,
+                    decided_by,
+                    threshold: v.threshold,
+                    passed: score < v.threshold,
+                    latency_ms: answer.elapsed_ms,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         let failed: Vec<&Validator> = self
             .validators
             .iter()

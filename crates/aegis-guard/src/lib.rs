@@ -4,16 +4,23 @@
 mod compat;
 mod error;
 mod guard;
+mod heads;
 mod language;
 mod template;
+mod training;
 
 pub use compat::{ChatResponse, Step, ValidateResponse};
 pub use error::{GuardError, Result};
 pub use guard::{
-    Guard, ModelRef, RejectionMode, Status, TemplateVersion, ValidatorResult, Verdict,
+    Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
 };
+pub use heads::{check_binding, feature_template_hash, head_path, load_heads, HEADS_DIR};
 pub use language::Language;
 pub use template::{load_validators, LoadedValidators, Rejection, Validator, PLACEHOLDER};
+pub use training::{
+    message_features, train_validator, FeatureCache, LabelledMessage, MessageFeatures,
+    ScoringQuality, ValidatorTraining,
+};
 
 #[cfg(test)]
 mod tests;

@@ -142,6 +142,17 @@ impl Validator {
         })
     }
 
+    /// sha256 of the template text before the message: all that message-mean features depend on.
+    pub fn prefix_hash(&self) -> String {
+        hex_sha256(self.before.as_bytes())
+    }
+
+    /// sha256 of the prompt body around the message: what answer-position features depend on.
+    /// Front-matter edits (threshold, name, rejection text) leave it unchanged.
+    pub fn body_hash(&self) -> String {
+        hex_sha256(format!("{}{PLACEHOLDER}{}", self.before, self.after).as_bytes())
+    }
+
     /// The prompt for one message: template text around the user's text, never mixed.
     pub fn prompt(&self, message: &str) -> Vec<Segment> {
         vec![
@@ -325,6 +336,18 @@ mod tests {
         // Preamble and message come first in every template, so the prompts share a prefix.
         let first = &loaded.validators[0].before;
         assert!(loaded.validators.iter().all(|v| &v.before == first));
+        Ok(())
+    }
+
+    #[test]
+    fn feature_hashes_follow_the_prompt_text_not_the_front_matter() -> Result<()> {
+        let v = parse(GOOD)?;
+        let rethresholded = parse(&GOOD.replace("0.4", "0.7"))?;
+        assert_eq!(v.body_hash(), rethresholded.body_hash());
+        assert_ne!(v.content_hash, rethresholded.content_hash);
+        let new_question = parse(&GOOD.replace("Spam?", "Is it spam?"))?;
+        assert_ne!(v.body_hash(), new_question.body_hash());
+        assert_eq!(v.prefix_hash(), new_question.prefix_hash());
         Ok(())
     }
 }

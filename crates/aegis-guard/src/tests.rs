@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use aegis_engine::{EngineError, LanguageModel, ModelInfo, Prompt, Scored, Segment};
+use aegis_engine::{EngineError, LanguageModel, ModelInfo, Prompt, Scored, Scores, Segment};
+use aegis_heads::{CvMetrics, FeatureKind, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
 
 use crate::*;
 
@@ -50,8 +51,8 @@ impl LanguageModel for FakeModel {
     fn count_prompt_tokens(&self, prompt: &[Segment]) -> aegis_engine::Result<usize> {
         Ok(text_of(prompt).split_whitespace().count())
     }
-    fn score(&self, prompts: &[Prompt]) -> aegis_engine::Result<Vec<Scored>> {
-        prompts
+    fn score(&self, prompts: &[Prompt]) -> aegis_engine::Result<Scores> {
+        let answers = prompts
             .iter()
             .map(|p| {
                 let tokens = self.count_prompt_tokens(p)?;
@@ -71,9 +72,27 @@ impl LanguageModel for FakeModel {
                 Ok(Scored {
                     p_yes,
                     elapsed_ms: 1.0,
+                    // The answer position "sees" the prompt's score; the message mean sees the
+                    // message's length. Enough for heads to have something to read.
+                    answer_hidden: vec![p_yes, 1.0],
                 })
             })
-            .collect()
+            .collect::<aegis_engine::Result<Vec<_>>>()?;
+        let words = prompts
+            .first()
+            .map(|p| {
+                p.iter()
+                    .filter_map(|s| match s {
+                        Segment::User(t) => Some(t.split_whitespace().count()),
+                        Segment::Template(_) => None,
+                    })
+                    .sum::<usize>()
+            })
+            .unwrap_or(0);
+        Ok(Scores {
+            answers,
+            message_mean: vec![words as f32, 1.0],
+        })
     }
     fn generate(
         &self,
@@ -215,4 +234,169 @@ fn a_folder_with_no_usable_template_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("no usable validator templates"), "{err}");
+}
+
+fn head(key: &str, feature: FeatureKind, weights: Vec<f32>, bias: f32, g: &Guard) -> Head {
+    let slot = g
+        .validators()
+        .iter()
+        .position(|v| v.key == key)
+        .expect("key");
+    Head {
+        format: HEAD_FORMAT,
+        validator: key.into(),
+        feature,
+        model: ModelBinding {
+            id: "fake".into(),
+            content_hash: "0".repeat(64),
+        },
+        template_hash: feature_template_hash(feature, &g.validators()[slot], g.validators()),
+        training: TrainingRecord {
+            data_sha256: String::new(),
+            rows: 0,
+            positives: 0,
+            alpha: 1.0,
+            folds: 5,
+            cv: CvMetrics {
+                rows: 0,
+                positives: 0,
+                roc_auc: None,
+                precision: 0.0,
+                recall: 0.0,
+                f1: 0.0,
+            },
+            cv_by_language: Default::default(),
+        },
+        weights,
+        bias,
+    }
+}
+
+#[test]
+fn a_head_decides_its_validator_and_both_scores_are_reported() {
+    let g = guard(FakeModel::new(vec![]));
+    // Long messages are "spam" to this head: p = sigmoid(words - 3).
+    let spam_head = head("spam", FeatureKind::MessageMean, vec![1.0, -3.0], 0.0, &g);
+    let g = g.with_head(spam_head).expect("binding matches");
+    let long = g.check("one two three four five six seven").expect("check");
+    let spam = &long.results[0];
+    assert_eq!(spam.decided_by, ScoreSource::Head);
+    assert_eq!(spam.prompt_score, 0.1);
+    let learned = spam.learned_score.expect("learned");
+    assert!((learned - 0.982).abs() < 1e-3, "{learned}");
+    assert_eq!(spam.score, learned);
+    assert_eq!(long.case, "spam");
+    assert!(long.results[1..]
+        .iter()
+        .all(|r| r.decided_by == ScoreSource::Prompt
+            && r.learned_score.is_none()
+            && r.score == r.prompt_score));
+    let short = g.check("hi").expect("check");
+    assert!(short.results[0].score > 0.0 && short.results[0].score < 0.5);
+    assert_eq!(short.status, Status::Passed);
+}
+
+#[test]
+fn answer_position_heads_read_their_own_prompt() {
+    let g = guard(FakeModel::new(vec![("Is it toxic?", 0.8)]));
+    let toxic_head = head(
+        "toxic",
+        FeatureKind::AnswerHidden,
+        vec![10.0, -5.0],
+        0.0,
+        &g,
+    );
+    let g = g.with_head(toxic_head).expect("binding matches");
+    let verdict = g.check("whatever").expect("check");
+    // sigmoid(10 * 0.8 - 5) = sigmoid(3)
+    let learned = verdict.results[1].learned_score.expect("learned");
+    assert!((learned - 0.9526).abs() < 1e-3, "{learned}");
+}
+
+#[test]
+fn heads_for_another_model_or_template_are_refused_with_the_reason() {
+    let g = guard(FakeModel::new(vec![]));
+    let mut other_model = head("spam", FeatureKind::MessageMean, vec![1.0, 0.0], 0.0, &g);
+    other_model.model = ModelBinding {
+        id: "gemma-3-4b-it".into(),
+        content_hash: "f".repeat(64),
+    };
+    let err = guard(FakeModel::new(vec![]))
+        .with_head(other_model.clone())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("head not used, the prompt's score decides"),
+        "{err}"
+    );
+    assert!(
+        err.contains("trained for model gemma-3-4b-it (sha256 ffffffffffff)"),
+        "{err}"
+    );
+
+    let mut stale = head("toxic", FeatureKind::AnswerHidden, vec![1.0, 0.0], 0.0, &g);
+    stale.template_hash = "0".repeat(64);
+    let err = guard(FakeModel::new(vec![]))
+        .with_head(stale)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the prompt text changed since it was trained"),
+        "{err}"
+    );
+
+    // From a folder: the warning comes back beside the guard, and the prompt decides.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let templates = dir.path();
+    write_template(templates, "spam", 1);
+    write_template(templates, "toxic", 2);
+    other_model
+        .save(&head_path(templates, "spam"))
+        .expect("save");
+    std::fs::write(head_path(templates, "toxic"), "{ broken").expect("write");
+    let (loaded, warnings) =
+        Guard::from_dir(Arc::new(FakeModel::new(vec![])), templates).expect("guard");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].to_string().contains("spam.json: head not used"));
+    assert!(warnings[1]
+        .to_string()
+        .contains("toxic.json is not a valid head file"));
+    assert!(loaded.heads().iter().all(Option::is_none));
+    let verdict = loaded.check("one two three four five").expect("check");
+    assert!(verdict
+        .results
+        .iter()
+        .all(|r| r.decided_by == ScoreSource::Prompt));
+}
+
+fn write_template(dir: &Path, key: &str, order: i64) {
+    let text = format!(
+        "---\nname: {key}\norder: {order}\nrejection:\n  id: Maaf {key}.\n  en: Sorry {key}.\n---\nMessage: {{{{message}}}}\nIs it {key}?\n"
+    );
+    std::fs::write(dir.join(format!("{key}.txt")), text).expect("write template");
+}
+
+#[test]
+fn a_matching_head_in_the_folder_is_used() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_template(dir.path(), "spam", 1);
+    write_template(dir.path(), "toxic", 2);
+    let (plain, warnings) =
+        Guard::from_dir(Arc::new(FakeModel::new(vec![])), dir.path()).expect("guard");
+    assert!(warnings.is_empty());
+    head(
+        "toxic",
+        FeatureKind::MessageMean,
+        vec![0.0, 4.0],
+        0.0,
+        &plain,
+    )
+    .save(&head_path(dir.path(), "toxic"))
+    .expect("save");
+    let (with_head, warnings) =
+        Guard::from_dir(Arc::new(FakeModel::new(vec![])), dir.path()).expect("guard");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let verdict = with_head.check("hello").expect("check");
+    assert_eq!(verdict.results[1].decided_by, ScoreSource::Head);
+    assert_eq!(verdict.case, "toxic");
 }

@@ -1,0 +1,230 @@
+//! `aegis train`: heads for validators from labelled messages (the evaluation schema).
+
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use aegis_guard::{
+    message_features, train_validator, FeatureCache, LabelledMessage, MessageFeatures,
+    ValidatorTraining, HEADS_DIR,
+};
+use aegis_heads::{CvMetrics, FeatureKind, TrainOptions};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::options::GuardArgs;
+use crate::ExitStatus;
+
+#[derive(Debug, clap::Args)]
+pub struct TrainArgs {
+    /// Validators to train (default: every one with labels in the data).
+    pub validators: Vec<String>,
+    /// Labelled messages, JSONL: {"text", "lang", "labels": {"spam": true|false|null, ...}}.
+    #[arg(long, required = true)]
+    pub data: Vec<PathBuf>,
+    /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
+    #[arg(long)]
+    pub exclude_source: Vec<String>,
+    /// Feature to train on: auto (best cross-validated ROC AUC per validator), message_mean or
+    /// answer_hidden.
+    #[arg(long, default_value = "auto")]
+    pub feature: String,
+    /// Cross-validation folds.
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Where heads are written (default: the templates folder's heads/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Report only; write no heads.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Recompute every message's features instead of reusing cached ones.
+    #[arg(long)]
+    pub no_cache: bool,
+    #[command(flatten)]
+    pub guard: GuardArgs,
+}
+
+pub fn run(args: TrainArgs) -> Result<ExitStatus> {
+    let kinds: Vec<FeatureKind> = match args.feature.as_str() {
+        "auto" => FeatureKind::ALL.to_vec(),
+        other => vec![other.parse().map_err(anyhow::Error::msg)?],
+    };
+    let messages = read_messages(&args.data, &args.exclude_source)?;
+    let guard = args.guard.load()?;
+    let keys: Vec<String> = if args.validators.is_empty() {
+        guard
+            .validators()
+            .iter()
+            .map(|v| v.key.clone())
+            .filter(|key| messages.iter().any(|m| m.label(key).is_some()))
+            .collect()
+    } else {
+        for key in &args.validators {
+            if !guard.validators().iter().any(|v| &v.key == key) {
+                bail!("no validator template is called {key:?}");
+            }
+        }
+        args.validators.clone()
+    };
+    let messages: Vec<LabelledMessage> = messages
+        .into_iter()
+        .filter(|m| keys.iter().any(|k| m.label(k).is_some()))
+        .collect();
+    if messages.is_empty() {
+        bail!("no row is labelled for {}", keys.join(", "));
+    }
+
+    let cache = (!args.no_cache).then(|| FeatureCache::new(feature_cache_dir()));
+    let progress = ProgressBar::new(messages.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("reading messages {bar:40} {pos}/{len}  ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut usable = Vec::with_capacity(messages.len());
+    let mut features: Vec<MessageFeatures> = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message_features(&guard, &message.text, cache.as_ref()) {
+            Ok(f) => {
+                features.push(f);
+                usable.push(message);
+            }
+            Err(e) => progress.suspend(|| {
+                eprintln!(
+                    "skipped {}: {e}",
+                    message.id.as_deref().unwrap_or("a message")
+                )
+            }),
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+
+    let options = TrainOptions {
+        folds: args.folds,
+        ..TrainOptions::default()
+    };
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.guard.prompts_dir().join(HEADS_DIR));
+    print_header(&kinds);
+    for key in &keys {
+        let trained = train_validator(&guard, key, &usable, &features, &kinds, &options)?;
+        print_report(&trained, &kinds);
+        if !args.dry_run {
+            let path = out_dir.join(format!("{key}.json"));
+            trained.head.save(&path)?;
+            eprintln!(
+                "wrote {} ({}, alpha {})",
+                path.display(),
+                trained.head.feature,
+                trained.head.training.alpha
+            );
+        }
+    }
+    Ok(ExitStatus::Passed)
+}
+
+fn feature_cache_dir() -> PathBuf {
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("aegis/features")
+}
+
+fn read_messages(files: &[PathBuf], exclude_sources: &[String]) -> Result<Vec<LabelledMessage>> {
+    let mut messages = Vec::new();
+    for file in files {
+        let reader = std::io::BufReader::new(
+            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?,
+        );
+        for (index, line) in reader.lines().enumerate() {
+            let line = line.with_context(|| format!("cannot read {}", file.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let message: LabelledMessage = serde_json::from_str(&line).with_context(|| {
+                format!(
+                    "{} line {}: not a labelled message ({{\"text\": ..., \"labels\": {{...}}}})",
+                    file.display(),
+                    index + 1
+                )
+            })?;
+            let excluded = message
+                .source
+                .as_ref()
+                .is_some_and(|s| exclude_sources.contains(s));
+            if !excluded && !message.text.trim().is_empty() {
+                messages.push(message);
+            }
+        }
+    }
+    Ok(messages)
+}
+
+fn print_header(kinds: &[FeatureKind]) {
+    let mut header = format!(
+        "{:<18} {:<4} {:>5} {:>5}  {:>7}",
+        "validator", "lang", "rows", "pos", "prompt"
+    );
+    for kind in kinds {
+        header.push_str(&format!("  {:>13}", kind.as_str()));
+    }
+    header.push_str(&format!(
+        "  {:>7}  {:>5} {:>5} {:>5}",
+        "chosen", "P", "R", "F1"
+    ));
+    println!("{header}");
+    println!(
+        "{:<18} (ROC AUC; 'chosen' is the shipped head, cross-validated; P/R/F1 at 0.5)",
+        ""
+    );
+}
+
+fn auc(m: Option<&CvMetrics>) -> String {
+    m.and_then(|m| m.roc_auc)
+        .map_or_else(|| "-".to_string(), |a| format!("{a:.3}"))
+}
+
+fn print_report(t: &ValidatorTraining, kinds: &[FeatureKind]) {
+    let chosen = &t.head.training;
+    let mut languages: Vec<&String> = vec![];
+    for (language, _) in &t.prompt.by_language {
+        languages.push(language);
+    }
+    let all = "all".to_string();
+    for language in std::iter::once(&all).chain(languages) {
+        let pick = |overall: &CvMetrics, by: &std::collections::BTreeMap<String, CvMetrics>| {
+            if language == "all" {
+                Some(overall.clone())
+            } else {
+                by.get(language).cloned()
+            }
+        };
+        let prompt = pick(&t.prompt.overall, &t.prompt.by_language);
+        let shipped = pick(&chosen.cv, &chosen.cv_by_language);
+        let mut line = format!(
+            "{:<18} {:<4} {:>5} {:>5}  {:>7}",
+            t.key,
+            language,
+            prompt.as_ref().map_or(0, |m| m.rows),
+            prompt.as_ref().map_or(0, |m| m.positives),
+            auc(prompt.as_ref())
+        );
+        for kind in kinds {
+            let tried = t
+                .tried
+                .iter()
+                .find(|(k, _)| k == kind)
+                .and_then(|(_, trained)| pick(&trained.cv, &trained.cv_by_language));
+            line.push_str(&format!("  {:>13}", auc(tried.as_ref())));
+        }
+        let (p, r, f1) = shipped
+            .as_ref()
+            .map_or((0.0, 0.0, 0.0), |m| (m.precision, m.recall, m.f1));
+        line.push_str(&format!(
+            "  {:>7}  {p:>5.2} {r:>5.2} {f1:>5.2}",
+            auc(shipped.as_ref())
+        ));
+        println!("{line}");
+    }
+}

@@ -1,0 +1,253 @@
+//! The head artefact: a JSON file next to its validator's template, bound to one model and to the
+//! template text its features depend on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{HeadError, Result};
+
+/// Version of the file layout; a reader refuses layouts it does not know.
+pub const HEAD_FORMAT: u32 = 1;
+
+/// Which hidden state a head reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum FeatureKind {
+    /// Mean of the final hidden states over the message's tokens. Shared by every validator (the
+    /// message is encoded once), and depends only on the template text before the message.
+    MessageMean,
+    /// Final hidden state at the answer position of the validator's own prompt: conditioned on
+    /// its policy text, so it depends on the whole template.
+    AnswerHidden,
+}
+
+impl FeatureKind {
+    pub const ALL: [FeatureKind; 2] = [FeatureKind::MessageMean, FeatureKind::AnswerHidden];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MessageMean => "message_mean",
+            Self::AnswerHidden => "answer_hidden",
+        }
+    }
+}
+
+impl std::fmt::Display for FeatureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for FeatureKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.replace('-', "_").as_str() {
+            "message_mean" => Ok(Self::MessageMean),
+            "answer_hidden" => Ok(Self::AnswerHidden),
+            other => Err(format!(
+                "unknown feature kind {other:?}: use message_mean or answer_hidden"
+            )),
+        }
+    }
+}
+
+/// The model whose hidden states a head was trained on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelBinding {
+    pub id: String,
+    /// sha256 of the weights; a head is used only with exactly these weights.
+    pub content_hash: String,
+}
+
+/// Cross-validated quality, from out-of-fold calibrated probabilities.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CvMetrics {
+    pub rows: usize,
+    pub positives: usize,
+    /// Absent when a class is missing (AUC undefined).
+    pub roc_auc: Option<f64>,
+    /// At probability 0.5.
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+}
+
+/// Where a head came from, so a reviewer can judge it and a maintainer can reproduce it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingRecord {
+    /// sha256 over the training rows used (text and label), independent of file layout.
+    pub data_sha256: String,
+    pub rows: usize,
+    pub positives: usize,
+    /// L2 strength chosen by cross-validation.
+    pub alpha: f64,
+    pub folds: usize,
+    pub cv: CvMetrics,
+    /// The same metrics per language (`id`, `en`).
+    pub cv_by_language: BTreeMap<String, CvMetrics>,
+}
+
+/// A trained head. Standardisation, the logistic regression and the calibration are folded into
+/// one linear map, so scoring is a dot product: `p = sigmoid(weights · x + bias)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Head {
+    pub format: u32,
+    pub validator: String,
+    pub feature: FeatureKind,
+    pub model: ModelBinding,
+    /// sha256 of the template text the features depend on (see [`FeatureKind`]).
+    pub template_hash: String,
+    pub training: TrainingRecord,
+    pub weights: Vec<f32>,
+    pub bias: f32,
+}
+
+impl Head {
+    pub fn load(path: &Path) -> Result<Self> {
+        let raw = std::fs::read(path).map_err(|source| HeadError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let invalid = |message: String| HeadError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let head: Head = serde_json::from_slice(&raw).map_err(|e| invalid(e.to_string()))?;
+        if head.format != HEAD_FORMAT {
+            return Err(invalid(format!(
+                "format {} is not the supported {HEAD_FORMAT}",
+                head.format
+            )));
+        }
+        if head.weights.is_empty()
+            || !head.bias.is_finite()
+            || head.weights.iter().any(|w| !w.is_finite())
+        {
+            return Err(invalid("weights are empty or not finite".into()));
+        }
+        Ok(head)
+    }
+
+    /// Writes the head atomically: a crash never leaves half a file where a head was.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let write_err = |source| HeadError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut json = serde_json::to_string_pretty(self).map_err(|e| HeadError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        json.push('\n');
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(write_err)?;
+        }
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, json).map_err(write_err)?;
+        std::fs::rename(&partial, path).map_err(write_err)
+    }
+
+    /// Calibrated probability that the features show a violation.
+    pub fn probability(&self, features: &[f32]) -> Result<f32> {
+        if features.len() != self.weights.len() {
+            return Err(HeadError::FeatureWidth {
+                expected: self.weights.len(),
+                got: features.len(),
+            });
+        }
+        let z: f64 = self
+            .weights
+            .iter()
+            .zip(features)
+            .map(|(w, x)| f64::from(*w) * f64::from(*x))
+            .sum::<f64>()
+            + f64::from(self.bias);
+        Ok(sigmoid(z) as f32)
+    }
+}
+
+pub(crate) fn sigmoid(z: f64) -> f64 {
+    if z >= 0.0 {
+        1.0 / (1.0 + (-z).exp())
+    } else {
+        let e = z.exp();
+        e / (1.0 + e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head() -> Head {
+        Head {
+            format: HEAD_FORMAT,
+            validator: "spam".into(),
+            feature: FeatureKind::MessageMean,
+            model: ModelBinding {
+                id: "m".into(),
+                content_hash: "ab".into(),
+            },
+            template_hash: "cd".into(),
+            training: TrainingRecord {
+                data_sha256: "ef".into(),
+                rows: 10,
+                positives: 5,
+                alpha: 1.0,
+                folds: 5,
+                cv: CvMetrics {
+                    rows: 10,
+                    positives: 5,
+                    roc_auc: Some(0.9),
+                    precision: 1.0,
+                    recall: 0.8,
+                    f1: 0.89,
+                },
+                cv_by_language: BTreeMap::new(),
+            },
+            weights: vec![1.0, -2.0],
+            bias: 0.5,
+        }
+    }
+
+    #[test]
+    fn probability_is_the_folded_linear_map() {
+        let p = head().probability(&[1.0, 1.0]).expect("width matches");
+        assert!((p as f64 - sigmoid(-0.5)).abs() < 1e-6);
+        assert!(head().probability(&[1.0]).is_err());
+        // Extreme inputs stay probabilities instead of overflowing.
+        assert_eq!(head().probability(&[1e30, -1e30]).ok(), Some(1.0));
+    }
+
+    #[test]
+    fn round_trips_and_refuses_broken_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("heads/spam.json");
+        head().save(&path).expect("save");
+        assert_eq!(Head::load(&path).expect("load"), head());
+
+        std::fs::write(&path, "{ not json").expect("write");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("spam.json is not a valid head file"), "{err}");
+
+        let mut future = head();
+        future.format = 99;
+        future.save(&path).expect("save");
+        assert!(Head::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("format 99"));
+
+        let mut broken = head();
+        broken.weights[0] = f32::NAN;
+        // NaN serialises as null, which is not a number: refused at parse time.
+        broken.save(&path).expect("save");
+        assert!(Head::load(&path).is_err());
+    }
+}

@@ -1,0 +1,17 @@
+//! Learned heads: a small linear model per validator on the guard model's hidden states.
+//!
+//! The default model answers policy questions at chance when prompted, but its hidden states
+//! separate the classes well; a head turns them into a calibrated probability. This crate holds
+//! the head artefact, its training (standardise, class-balance, L2 logistic regression with the
+//! regularisation chosen by cross-validation, Platt calibration) and the metrics that report it.
+//! It knows nothing of models or templates: features are plain vectors.
+
+mod error;
+mod head;
+mod metrics;
+mod train;
+
+pub use error::{HeadError, Result};
+pub use head::{CvMetrics, FeatureKind, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
+pub use metrics::{binary_metrics, roc_auc, BinaryMetrics};
+pub use train::{train, Example, TrainOptions, Trained};
