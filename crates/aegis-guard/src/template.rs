@@ -65,6 +65,8 @@ pub struct Validator {
     /// Template text before and after the placeholder.
     before: String,
     after: String,
+    /// The whole file, as history keeps every template version a verdict used.
+    pub content: String,
     /// sha256 of the whole file, recorded with every verdict.
     pub content_hash: String,
     pub path: PathBuf,
@@ -138,6 +140,7 @@ impl Validator {
             before: body_start(before).to_string(),
             after,
             content_hash: hex_sha256(content.as_bytes()),
+            content: content.to_string(),
             path: path.to_path_buf(),
         })
     }

@@ -1,0 +1,142 @@
+//! Exporting a filtered history, page by page so memory stays flat on any size.
+
+use std::io::Write;
+
+use crate::error::{Result, StoreError};
+use crate::filter::HistoryFilter;
+use crate::open::Store;
+use crate::query::HistoryRow;
+use crate::time::format_millis;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// One JSON object per verdict, results nested.
+    Jsonl,
+    /// One row per verdict; `score_<key>` and `passed_<key>` columns per validator.
+    Csv,
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "jsonl" | "json" => Ok(Self::Jsonl),
+            "csv" => Ok(Self::Csv),
+            other => Err(StoreError::Invalid(format!(
+                "unknown export format {other:?}: use csv or jsonl"
+            ))),
+        }
+    }
+}
+
+const PAGE: u32 = 500;
+
+impl Store {
+    /// Writes every verdict the filter matches, newest first; returns how many.
+    pub async fn export(
+        &self,
+        filter: &HistoryFilter,
+        format: ExportFormat,
+        out: &mut (dyn Write + Send),
+    ) -> Result<u64> {
+        let export_err = |e: &dyn std::fmt::Display| StoreError::Export(e.to_string());
+        let keys: Vec<String> = {
+            let mut q = sqlx::QueryBuilder::new(
+                "SELECT r.validator_key FROM validator_results r JOIN verdicts v ON v.id = r.verdict_id JOIN messages m ON m.id = v.message_id WHERE 1",
+            );
+            filter.push_conditions(&mut q);
+            q.push(" GROUP BY r.validator_key ORDER BY min(r.position), r.validator_key");
+            q.build_query_scalar()
+                .fetch_all(&self.reader)
+                .await
+                .map_err(|e| self.sql(e))?
+        };
+        enum Sink<'a> {
+            Csv(csv::Writer<&'a mut (dyn Write + Send)>),
+            Jsonl(&'a mut (dyn Write + Send)),
+        }
+        let mut sink = match format {
+            ExportFormat::Csv => {
+                let mut w = csv::Writer::from_writer(out);
+                let mut header: Vec<String> = [
+                    "verdict_id",
+                    "created_at",
+                    "status",
+                    "case",
+                    "source",
+                    "user_id",
+                    "language",
+                    "text",
+                    "rejection_message",
+                    "model_id",
+                    "latency_ms",
+                    "reviews",
+                ]
+                .map(String::from)
+                .to_vec();
+                for key in &keys {
+                    header.push(format!("score_{key}"));
+                    header.push(format!("passed_{key}"));
+                }
+                w.write_record(&header).map_err(|e| export_err(&e))?;
+                Sink::Csv(w)
+            }
+            ExportFormat::Jsonl => Sink::Jsonl(out),
+        };
+        let mut written = 0u64;
+        let mut after = None;
+        loop {
+            let page = self.list(filter, after, PAGE).await?;
+            for row in &page.rows {
+                match &mut sink {
+                    Sink::Csv(w) => w
+                        .write_record(csv_record(row, &keys))
+                        .map_err(|e| export_err(&e))?,
+                    Sink::Jsonl(out) => {
+                        let mut json = serde_json::to_value(row).map_err(|e| export_err(&e))?;
+                        json["created_at"] = format_millis(row.created_at).into();
+                        serde_json::to_writer(&mut **out, &json).map_err(|e| export_err(&e))?;
+                        out.write_all(b"\n").map_err(|e| export_err(&e))?;
+                    }
+                }
+                written += 1;
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        match sink {
+            Sink::Csv(mut w) => w.flush().map_err(|e| export_err(&e))?,
+            Sink::Jsonl(out) => out.flush().map_err(|e| export_err(&e))?,
+        }
+        Ok(written)
+    }
+}
+
+fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
+    let mut record = vec![
+        row.verdict_id.to_string(),
+        format_millis(row.created_at),
+        row.status.clone(),
+        row.case.clone(),
+        row.source.clone(),
+        row.user_id.clone().unwrap_or_default(),
+        row.language.clone(),
+        row.text.clone(),
+        row.rejection_message.clone(),
+        row.model_id.clone(),
+        format!("{:.1}", row.latency_ms),
+        row.reviews.to_string(),
+    ];
+    for key in keys {
+        match row.results.iter().find(|r| &r.key == key) {
+            Some(r) => {
+                record.push(format!("{:.6}", r.score));
+                record.push(r.passed.to_string());
+            }
+            None => record.extend([String::new(), String::new()]),
+        }
+    }
+    record
+}

@@ -1,0 +1,27 @@
+//! Verdict history in SQLite: every message checked, its verdict and per-validator results, the
+//! template text behind them, reviewers' decisions, and resumable imports.
+//!
+//! One writer connection (SQLite allows one writer; queuing in the pool beats busy retries) and a
+//! small pool of readers, in WAL mode so reading never blocks recording.
+
+mod error;
+mod export;
+mod filter;
+mod imports;
+mod open;
+mod query;
+mod record;
+mod reviews;
+mod time;
+
+pub use error::{Result, StoreError};
+pub use export::ExportFormat;
+pub use filter::{HistoryFilter, ScoreRange};
+pub use imports::ImportBatch;
+pub use open::{Store, StoreOptions};
+pub use query::{
+    Cursor, DailyCount, HistoryPage, HistoryRow, StoredResult, TemplateRecord, VerdictDetail,
+};
+pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
+pub use reviews::{Decision, NewReview, Review};
+pub use time::{format_millis, now_millis, parse_day};

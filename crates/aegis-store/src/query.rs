@@ -1,0 +1,348 @@
+//! Reading history: filtered pages, one verdict in full, daily counts; deleting and retention.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use sqlx::{QueryBuilder, Row, Sqlite};
+
+use crate::error::{Result, StoreError};
+use crate::filter::HistoryFilter;
+use crate::open::Store;
+use crate::reviews::Review;
+use crate::time::now_millis;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredResult {
+    pub key: String,
+    pub score: f64,
+    pub prompt_score: f64,
+    pub learned_score: Option<f64>,
+    pub decided_by: String,
+    pub threshold: f64,
+    pub passed: bool,
+    pub latency_ms: f64,
+    pub template_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryRow {
+    pub verdict_id: i64,
+    pub message_id: i64,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub text: String,
+    pub source: String,
+    pub user_id: Option<String>,
+    pub status: String,
+    pub case: String,
+    pub rejection_message: String,
+    pub language: String,
+    pub model_id: String,
+    pub model_hash: String,
+    pub latency_ms: f64,
+    pub reviews: i64,
+    pub results: Vec<StoredResult>,
+}
+
+/// Position in the newest-first order; the next page starts after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cursor {
+    pub created_at: i64,
+    pub verdict_id: i64,
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.created_at, self.verdict_id)
+    }
+}
+
+impl std::str::FromStr for Cursor {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self> {
+        s.split_once('.')
+            .and_then(|(t, id)| {
+                Some(Self {
+                    created_at: t.parse().ok()?,
+                    verdict_id: id.parse().ok()?,
+                })
+            })
+            .ok_or_else(|| StoreError::Invalid(format!("{s:?} is not a history cursor")))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryPage {
+    pub rows: Vec<HistoryRow>,
+    /// Present when more rows may follow.
+    pub next: Option<Cursor>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TemplateRecord {
+    pub key: String,
+    pub content_hash: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictDetail {
+    #[serde(flatten)]
+    pub row: HistoryRow,
+    /// The exact template text each validator used.
+    pub templates: Vec<TemplateRecord>,
+    pub reviews: Vec<Review>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DailyCount {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub validator: String,
+    pub checked: i64,
+    pub failed: i64,
+}
+
+const ROW_COLUMNS: &str = "v.id, m.id, v.created_at, m.text, m.source, m.user_id, v.status, v.case_label, v.rejection_message, v.language, v.model_id, v.model_hash, v.latency_ms, (SELECT count(*) FROM reviews rv WHERE rv.verdict_id = v.id)";
+
+impl Store {
+    /// Newest first, `limit` rows after `after`.
+    pub async fn list(
+        &self,
+        filter: &HistoryFilter,
+        after: Option<Cursor>,
+        limit: u32,
+    ) -> Result<HistoryPage> {
+        let limit = limit.clamp(1, 10_000);
+        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(format!(
+            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE 1"
+        ));
+        filter.push_conditions(&mut q);
+        if let Some(c) = after {
+            q.push(" AND (v.created_at, v.id) < (")
+                .push_bind(c.created_at)
+                .push(", ")
+                .push_bind(c.verdict_id)
+                .push(")");
+        }
+        q.push(" ORDER BY v.created_at DESC, v.id DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let raw = q
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))?;
+        let mut rows = raw
+            .iter()
+            .map(row_from)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e))?;
+        self.attach_results(&mut rows).await?;
+        let next = (rows.len() == limit as usize)
+            .then(|| rows.last())
+            .flatten()
+            .map(|r| Cursor {
+                created_at: r.created_at,
+                verdict_id: r.verdict_id,
+            });
+        Ok(HistoryPage { rows, next })
+    }
+
+    /// How many verdicts match.
+    pub async fn count(&self, filter: &HistoryFilter) -> Result<i64> {
+        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+            "SELECT count(*) FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE 1",
+        );
+        filter.push_conditions(&mut q);
+        q.build_query_scalar()
+            .fetch_one(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))
+    }
+
+    async fn attach_results(&self, rows: &mut [HistoryRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash
+             FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
+        );
+        let mut ids = q.separated(", ");
+        for row in rows.iter() {
+            ids.push_bind(row.verdict_id);
+        }
+        q.push(") ORDER BY r.verdict_id, r.position");
+        let raw = q
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))?;
+        let mut by_verdict: HashMap<i64, Vec<StoredResult>> = HashMap::new();
+        for r in &raw {
+            let result = (|| -> std::result::Result<StoredResult, sqlx::Error> {
+                Ok(StoredResult {
+                    key: r.try_get(1)?,
+                    score: r.try_get(2)?,
+                    prompt_score: r.try_get(3)?,
+                    learned_score: r.try_get(4)?,
+                    decided_by: r.try_get(5)?,
+                    threshold: r.try_get(6)?,
+                    passed: r.try_get(7)?,
+                    latency_ms: r.try_get(8)?,
+                    template_hash: r.try_get(9)?,
+                })
+            })()
+            .map_err(|e| self.sql(e))?;
+            let verdict: i64 = r.try_get(0).map_err(|e| self.sql(e))?;
+            by_verdict.entry(verdict).or_default().push(result);
+        }
+        for row in rows {
+            row.results = by_verdict.remove(&row.verdict_id).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    /// One verdict with its results, the template text each validator used, and its reviews.
+    pub async fn get(&self, verdict_id: i64) -> Result<Option<VerdictDetail>> {
+        let raw = sqlx::query(&format!(
+            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE v.id = ?"
+        ))
+        .bind(verdict_id)
+        .fetch_optional(&self.reader)
+        .await
+        .map_err(|e| self.sql(e))?;
+        let Some(raw) = raw else { return Ok(None) };
+        let mut rows = vec![row_from(&raw).map_err(|e| self.sql(e))?];
+        self.attach_results(&mut rows).await?;
+        let row = rows.remove(0);
+        let templates: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT t.validator_key, t.content_hash, t.content FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id = ? ORDER BY r.position",
+        )
+        .bind(verdict_id)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(|e| self.sql(e))?;
+        Ok(Some(VerdictDetail {
+            row,
+            templates: templates
+                .into_iter()
+                .map(|(key, content_hash, content)| TemplateRecord {
+                    key,
+                    content_hash,
+                    content,
+                })
+                .collect(),
+            reviews: self.reviews_of(verdict_id).await?,
+        }))
+    }
+
+    /// Checked and failed counts per validator per UTC day, oldest day first.
+    pub async fn daily_counts(&self, filter: &HistoryFilter) -> Result<Vec<DailyCount>> {
+        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+            "SELECT date(v.created_at / 1000, 'unixepoch') AS day, r.validator_key, count(*), sum(1 - r.passed)
+             FROM verdicts v JOIN messages m ON m.id = v.message_id JOIN validator_results r ON r.verdict_id = v.id WHERE 1",
+        );
+        filter.push_conditions(&mut q);
+        q.push(" GROUP BY day, r.validator_key ORDER BY day, r.validator_key");
+        let rows: Vec<(String, String, i64, i64)> = q
+            .build_query_as()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(day, validator, checked, failed)| DailyCount {
+                day,
+                validator,
+                checked,
+                failed,
+            })
+            .collect())
+    }
+
+    /// Deletes one verdict with its message, results and reviews. False when it was not there.
+    pub async fn delete(&self, verdict_id: i64) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM verdicts WHERE id = ?")
+            .bind(verdict_id)
+            .execute(&self.writer)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Deletes every verdict the filter matches; returns how many.
+    pub async fn delete_matching(&self, filter: &HistoryFilter) -> Result<u64> {
+        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+            "DELETE FROM verdicts WHERE id IN (SELECT v.id FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE 1",
+        );
+        filter.push_conditions(&mut q);
+        q.push(")");
+        let done = q
+            .build()
+            .execute(&self.writer)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(done.rows_affected())
+    }
+
+    /// Keep verdicts for this many days (None: forever). Applied now and whenever the store opens.
+    pub async fn set_retention_days(&self, days: Option<u32>) -> Result<u64> {
+        match days {
+            Some(days) => {
+                sqlx::query("INSERT INTO settings (key, value) VALUES ('retention_days', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                    .bind(days.to_string())
+                    .execute(&self.writer)
+                    .await
+                    .map_err(|e| self.sql(e))?;
+                self.apply_retention(days).await
+            }
+            None => {
+                sqlx::query("DELETE FROM settings WHERE key = 'retention_days'")
+                    .execute(&self.writer)
+                    .await
+                    .map_err(|e| self.sql(e))?;
+                Ok(0)
+            }
+        }
+    }
+
+    pub async fn retention_days(&self) -> Result<Option<u32>> {
+        let value: Option<String> =
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = 'retention_days'")
+                .fetch_optional(&self.writer)
+                .await
+                .map_err(|e| self.sql(e))?;
+        Ok(value.and_then(|v| v.parse().ok()))
+    }
+
+    /// Drops verdicts older than `days` days; returns how many.
+    pub async fn apply_retention(&self, days: u32) -> Result<u64> {
+        let cutoff = now_millis() - i64::from(days) * 86_400_000;
+        self.delete_matching(&HistoryFilter {
+            until: Some(cutoff),
+            ..HistoryFilter::default()
+        })
+        .await
+    }
+}
+
+fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx::Error> {
+    Ok(HistoryRow {
+        verdict_id: r.try_get(0)?,
+        message_id: r.try_get(1)?,
+        created_at: r.try_get(2)?,
+        text: r.try_get(3)?,
+        source: r.try_get(4)?,
+        user_id: r.try_get(5)?,
+        status: r.try_get(6)?,
+        case: r.try_get(7)?,
+        rejection_message: r.try_get(8)?,
+        language: r.try_get(9)?,
+        model_id: r.try_get(10)?,
+        model_hash: r.try_get(11)?,
+        latency_ms: r.try_get(12)?,
+        reviews: r.try_get(13)?,
+        results: Vec::new(),
+    })
+}

@@ -1,0 +1,192 @@
+//! Recording a verdict: message, verdict, results, template versions and import progress in one
+//! transaction, so a crash leaves either all of it or none.
+
+use aegis_guard::{ScoreSource, Verdict};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StoreError};
+use crate::open::Store;
+use crate::time::now_millis;
+
+/// Where a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Typed into the desktop console.
+    Typed,
+    Import,
+    Http,
+    Cli,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Typed => "typed",
+            Self::Import => "import",
+            Self::Http => "http",
+            Self::Cli => "cli",
+        }
+    }
+}
+
+impl std::str::FromStr for Source {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "typed" => Ok(Self::Typed),
+            "import" => Ok(Self::Import),
+            "http" => Ok(Self::Http),
+            "cli" => Ok(Self::Cli),
+            other => Err(StoreError::Invalid(format!(
+                "unknown source {other:?}: use typed, import, http or cli"
+            ))),
+        }
+    }
+}
+
+/// A template file as a verdict used it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateContent {
+    pub key: String,
+    pub content_hash: String,
+    pub content: String,
+}
+
+impl From<&aegis_guard::Validator> for TemplateContent {
+    fn from(v: &aegis_guard::Validator) -> Self {
+        Self {
+            key: v.key.clone(),
+            content_hash: v.content_hash.clone(),
+            content: v.content.clone(),
+        }
+    }
+}
+
+/// The row of an import a verdict belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportRow {
+    pub batch_id: i64,
+    pub row: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewVerdict<'a> {
+    pub text: &'a str,
+    pub source: Source,
+    pub user_id: Option<&'a str>,
+    pub import: Option<ImportRow>,
+    pub verdict: &'a Verdict,
+    /// The templates of the guard that produced the verdict (at least those it names).
+    pub templates: &'a [TemplateContent],
+}
+
+impl Store {
+    /// Records one verdict; returns its id.
+    pub async fn record(&self, new: &NewVerdict<'_>) -> Result<i64> {
+        let now = now_millis();
+        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let unknown: Vec<&TemplateContent> = {
+            let known = self
+                .known_templates
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            new.templates
+                .iter()
+                .filter(|t| !known.contains(&(t.key.clone(), t.content_hash.clone())))
+                .collect()
+        };
+        for t in &unknown {
+            sqlx::query(
+                "INSERT OR IGNORE INTO template_versions (validator_key, content_hash, content, created_at) VALUES (?, ?, ?, ?)",
+            )
+            .bind(&t.key)
+            .bind(&t.content_hash)
+            .bind(&t.content)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+        }
+        let message_id: i64 = sqlx::query_scalar(
+            "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(new.text)
+        .bind(new.source.as_str())
+        .bind(new.user_id)
+        .bind(new.import.map(|i| i.batch_id))
+        .bind(new.import.map(|i| i.row))
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        let v = new.verdict;
+        let verdict_id: i64 = sqlx::query_scalar(
+            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(message_id)
+        .bind(v.status.as_str())
+        .bind(&v.case)
+        .bind(&v.rejection_message)
+        .bind(v.language.code())
+        .bind(&v.model.id)
+        .bind(&v.model.content_hash)
+        .bind(v.latency_ms)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        for (position, r) in v.results.iter().enumerate() {
+            let template_hash = v
+                .templates
+                .iter()
+                .find(|t| t.key == r.key)
+                .map(|t| t.content_hash.as_str())
+                .ok_or_else(|| {
+                    StoreError::Invalid(format!("the verdict names no template for {}", r.key))
+                })?;
+            sqlx::query(
+                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, template_version_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
+            )
+            .bind(verdict_id)
+            .bind(&r.key)
+            .bind(position as i64)
+            .bind(f64::from(r.score))
+            .bind(f64::from(r.prompt_score))
+            .bind(r.learned_score.map(f64::from))
+            .bind(match r.decided_by {
+                ScoreSource::Prompt => "prompt",
+                ScoreSource::Head => "head",
+            })
+            .bind(f64::from(r.threshold))
+            .bind(r.passed)
+            .bind(r.latency_ms)
+            .bind(&r.key)
+            .bind(template_hash)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.message().contains("NOT NULL") => {
+                    StoreError::Invalid(format!(
+                        "template {} ({}) was not given to record",
+                        r.key, template_hash
+                    ))
+                }
+                _ => self.sql(e),
+            })?;
+        }
+        if let Some(import) = new.import {
+            self.advance_import(&mut tx, import, now).await?;
+        }
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        let mut known = self
+            .known_templates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for t in unknown {
+            known.insert((t.key.clone(), t.content_hash.clone()));
+        }
+        Ok(verdict_id)
+    }
+}

@@ -1,0 +1,125 @@
+//! Reviewers' decisions on verdicts: agree or overturn, overall and per validator.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StoreError};
+use crate::open::Store;
+use crate::time::now_millis;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Agree,
+    Overturn,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agree => "agree",
+            Self::Overturn => "overturn",
+        }
+    }
+}
+
+impl std::str::FromStr for Decision {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "agree" => Ok(Self::Agree),
+            "overturn" => Ok(Self::Overturn),
+            other => Err(StoreError::Invalid(format!(
+                "unknown decision {other:?}: use agree or overturn"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReview {
+    pub verdict_id: i64,
+    pub reviewer: String,
+    pub decision: Decision,
+    /// Validators judged individually; those left out were not.
+    pub validators: BTreeMap<String, Decision>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Review {
+    pub id: i64,
+    pub reviewer: String,
+    pub decision: Decision,
+    pub validators: BTreeMap<String, Decision>,
+    pub note: String,
+    pub created_at: i64,
+}
+
+impl Store {
+    pub async fn add_review(&self, review: &NewReview) -> Result<i64> {
+        if review.reviewer.trim().is_empty() {
+            return Err(StoreError::Invalid("a review needs a reviewer name".into()));
+        }
+        let validators = serde_json::to_string(&review.validators)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let keys: Vec<String> =
+            sqlx::query_scalar("SELECT validator_key FROM validator_results WHERE verdict_id = ?")
+                .bind(review.verdict_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| self.sql(e))?;
+        if keys.is_empty() {
+            return Err(StoreError::Invalid(format!(
+                "no verdict {} in history",
+                review.verdict_id
+            )));
+        }
+        if let Some(unknown) = review.validators.keys().find(|k| !keys.contains(k)) {
+            return Err(StoreError::Invalid(format!(
+                "verdict {} has no {unknown} result to review",
+                review.verdict_id
+            )));
+        }
+        let id = sqlx::query_scalar(
+            "INSERT INTO reviews (verdict_id, reviewer, decision, validator_decisions, note, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(review.verdict_id)
+        .bind(review.reviewer.trim())
+        .bind(review.decision.as_str())
+        .bind(validators)
+        .bind(&review.note)
+        .bind(now_millis())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(id)
+    }
+
+    pub(crate) async fn reviews_of(&self, verdict_id: i64) -> Result<Vec<Review>> {
+        let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
+            "SELECT id, reviewer, decision, validator_decisions, note, created_at FROM reviews WHERE verdict_id = ? ORDER BY created_at, id",
+        )
+        .bind(verdict_id)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(|e| self.sql(e))?;
+        rows.into_iter()
+            .map(|(id, reviewer, decision, validators, note, created_at)| {
+                Ok(Review {
+                    id,
+                    reviewer,
+                    decision: decision.parse()?,
+                    validators: serde_json::from_str(&validators).map_err(|e| {
+                        StoreError::Invalid(format!("review {id} has unreadable decisions: {e}"))
+                    })?,
+                    note,
+                    created_at,
+                })
+            })
+            .collect()
+    }
+}

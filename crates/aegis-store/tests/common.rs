@@ -1,0 +1,111 @@
+use std::path::PathBuf;
+
+use aegis_guard::{
+    Language, ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
+};
+use aegis_store::{NewVerdict, Source, Store, TemplateContent};
+
+pub const KEYS: [&str; 4] = ["spam", "toxic", "harassment", "financial_advice"];
+
+pub fn templates() -> Vec<TemplateContent> {
+    KEYS.iter()
+        .map(|key| TemplateContent {
+            key: key.to_string(),
+            content_hash: format!("hash-{key}"),
+            content: format!("---\nname: {key}\n---\nIs this {key}? {{{{message}}}}\n"),
+        })
+        .collect()
+}
+
+/// A verdict where `failing` validators score 0.9 and the rest 0.1.
+pub fn verdict(failing: &[&str]) -> Verdict {
+    let results: Vec<ValidatorResult> = KEYS
+        .iter()
+        .map(|key| {
+            let score = if failing.contains(key) { 0.9 } else { 0.1 };
+            ValidatorResult {
+                key: key.to_string(),
+                name: key.to_string(),
+                score,
+                prompt_score: 0.4,
+                learned_score: Some(score),
+                decided_by: ScoreSource::Head,
+                threshold: 0.5,
+                passed: score < 0.5,
+                latency_ms: 12.0,
+            }
+        })
+        .collect();
+    Verdict {
+        status: if failing.is_empty() {
+            Status::Passed
+        } else {
+            Status::Failed
+        },
+        case: if failing.is_empty() {
+            "aman".into()
+        } else {
+            failing.join(", ")
+        },
+        results,
+        rejection_message: if failing.is_empty() {
+            String::new()
+        } else {
+            "Maaf.".into()
+        },
+        language: Language::Indonesian,
+        model: ModelRef {
+            id: "gemma-3-270m".into(),
+            content_hash: "a5fd".into(),
+        },
+        templates: KEYS
+            .iter()
+            .map(|key| TemplateVersion {
+                key: key.to_string(),
+                content_hash: format!("hash-{key}"),
+            })
+            .collect(),
+        latency_ms: 50.0,
+    }
+}
+
+pub struct TempStore {
+    pub dir: tempfile::TempDir,
+    pub store: Store,
+}
+
+impl TempStore {
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("history.db")
+    }
+}
+
+pub async fn temp_store() -> TempStore {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("open");
+    TempStore { dir, store }
+}
+
+pub async fn record(
+    store: &Store,
+    text: &str,
+    source: Source,
+    user: Option<&str>,
+    failing: &[&str],
+) -> i64 {
+    let verdict = verdict(failing);
+    let templates = templates();
+    store
+        .record(&NewVerdict {
+            text,
+            source,
+            user_id: user,
+            import: None,
+            verdict: &verdict,
+            templates: &templates,
+        })
+        .await
+        .expect("record")
+}

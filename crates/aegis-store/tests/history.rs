@@ -1,0 +1,607 @@
+use std::collections::{BTreeMap, HashSet};
+
+use aegis_guard::Status;
+use aegis_store::{Decision, ExportFormat, HistoryFilter, NewReview, ScoreRange, Source, Store};
+
+use crate::common::{record, temp_store, KEYS};
+
+#[tokio::test]
+async fn migrating_from_empty_creates_the_schema_and_reopens() {
+    use sqlx::Connection;
+    let t = temp_store().await;
+    // Read with a separate connection, as another program would see the file.
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", t.path().display()))
+        .await
+        .expect("connect");
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(&mut conn)
+            .await
+            .expect("names");
+    for table in [
+        "messages",
+        "verdicts",
+        "validator_results",
+        "template_versions",
+        "reviews",
+        "import_batches",
+        "messages_fts",
+    ] {
+        assert!(
+            tables.iter().any(|n| n == table),
+            "{table} missing from {tables:?}"
+        );
+    }
+    let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut conn)
+        .await
+        .expect("journal mode");
+    assert_eq!(journal, "wal");
+    let path = t.path();
+    t.store.close().await;
+    let again = Store::open(&path)
+        .await
+        .expect("reopen applies nothing twice");
+    assert_eq!(
+        again.count(&HistoryFilter::default()).await.expect("count"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn every_filter_narrows_history() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let a = record(
+        s,
+        "Selamat pagi, apa kabar?",
+        Source::Typed,
+        Some("ana"),
+        &[],
+    )
+    .await;
+    let b = record(
+        s,
+        "dasar goblok kamu",
+        Source::Http,
+        Some("budi"),
+        &["toxic", "harassment"],
+    )
+    .await;
+    let c = record(s, "WIN a FREE prize now!!!", Source::Cli, None, &["spam"]).await;
+    let d = record(
+        s,
+        "Beli saham BBCA sekarang, pasti cuan!",
+        Source::Import,
+        Some("budi"),
+        &["financial_advice"],
+    )
+    .await;
+    let ids = |page: aegis_store::HistoryPage| -> Vec<i64> {
+        page.rows.iter().map(|r| r.verdict_id).collect()
+    };
+    let list = |f: HistoryFilter| async move { ids(s.list(&f, None, 100).await.expect("list")) };
+
+    assert_eq!(
+        list(HistoryFilter::default()).await,
+        vec![d, c, b, a],
+        "newest first"
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            status: Some(Status::Passed),
+            ..Default::default()
+        })
+        .await,
+        vec![a]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            status: Some(Status::Failed),
+            ..Default::default()
+        })
+        .await,
+        vec![d, c, b]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            failed_validator: Some("toxic".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![b]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            score: Some(ScoreRange {
+                validator: Some("spam".into()),
+                min: Some(0.5),
+                max: None
+            }),
+            ..Default::default()
+        })
+        .await,
+        vec![c]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            score: Some(ScoreRange {
+                validator: None,
+                min: None,
+                max: Some(0.05)
+            }),
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            source: Some(Source::Http),
+            ..Default::default()
+        })
+        .await,
+        vec![b]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            user_id: Some("budi".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![d, b]
+    );
+    let now = aegis_store::now_millis();
+    assert_eq!(
+        list(HistoryFilter {
+            since: Some(now + 60_000),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        0
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            until: Some(now + 60_000),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        4
+    );
+
+    s.add_review(&NewReview {
+        verdict_id: b,
+        reviewer: "rina".into(),
+        decision: Decision::Overturn,
+        validators: BTreeMap::from([("harassment".to_string(), Decision::Overturn)]),
+        note: "banter between friends".into(),
+    })
+    .await
+    .expect("review");
+    assert_eq!(
+        list(HistoryFilter {
+            reviewed: Some(true),
+            ..Default::default()
+        })
+        .await,
+        vec![b]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            reviewed: Some(false),
+            ..Default::default()
+        })
+        .await,
+        vec![d, c, a]
+    );
+    assert_eq!(
+        list(HistoryFilter {
+            text: Some("budi".into()),
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new(),
+        "search looks at the text, not the user"
+    );
+    // Combined filters intersect.
+    assert_eq!(
+        list(HistoryFilter {
+            user_id: Some("budi".into()),
+            status: Some(Status::Failed),
+            failed_validator: Some("financial_advice".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![d]
+    );
+    assert_eq!(
+        s.count(&HistoryFilter {
+            status: Some(Status::Failed),
+            ..Default::default()
+        })
+        .await
+        .expect("count"),
+        3
+    );
+
+    let counts = s
+        .daily_counts(&HistoryFilter::default())
+        .await
+        .expect("counts");
+    assert_eq!(counts.len(), 4, "one day, four validators: {counts:?}");
+    let toxic = counts
+        .iter()
+        .find(|c| c.validator == "toxic")
+        .expect("toxic");
+    assert_eq!((toxic.checked, toxic.failed), (4, 1));
+}
+
+#[tokio::test]
+async fn full_text_search_handles_indonesian_punctuation_and_accents() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let saham = record(
+        s,
+        "Beli saham BBCA sekarang, pasti cuan 50%!!!",
+        Source::Cli,
+        None,
+        &[],
+    )
+    .await;
+    let kafe = record(
+        s,
+        "Kopi di kafé itu enak; harganya Rp25.000.",
+        Source::Cli,
+        None,
+        &[],
+    )
+    .await;
+    let _other = record(s, "Bagaimana cara top up saldo?", Source::Cli, None, &[]).await;
+    let search = |text: &str| {
+        let filter = HistoryFilter {
+            text: Some(text.into()),
+            ..Default::default()
+        };
+        async move {
+            s.list(&filter, None, 10)
+                .await
+                .expect("search")
+                .rows
+                .iter()
+                .map(|r| r.verdict_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(search("cuan").await, vec![saham]);
+    assert_eq!(
+        search("SAHAM bbca").await,
+        vec![saham],
+        "case-insensitive, all words"
+    );
+    assert_eq!(
+        search("pasti, cuan!").await,
+        vec![saham],
+        "punctuation in the query is ignored"
+    );
+    assert_eq!(search("kafe").await, vec![kafe], "accents folded");
+    assert_eq!(
+        search("harga").await,
+        vec![kafe],
+        "the last word matches as a prefix"
+    );
+    assert_eq!(search("saham kafe").await, Vec::<i64>::new());
+    for hostile in [
+        "\"",
+        "AND",
+        "cuan OR",
+        "NEAR(a b)",
+        "*",
+        "saham\"",
+        "-cuan",
+        "^x",
+    ] {
+        search(hostile).await; // must not error
+    }
+}
+
+#[tokio::test]
+async fn keyset_pages_cover_everything_once() {
+    let t = temp_store().await;
+    for i in 0..23 {
+        record(
+            &t.store,
+            &format!("pesan nomor {i}"),
+            Source::Cli,
+            None,
+            if i % 3 == 0 { &["spam"] } else { &[] },
+        )
+        .await;
+    }
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = t
+            .store
+            .list(&HistoryFilter::default(), after, 5)
+            .await
+            .expect("page");
+        seen.extend(page.rows.iter().map(|r| r.verdict_id));
+        assert!(page.rows.len() <= 5);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 23);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 23);
+    let cursor: aegis_store::Cursor = "1700000000000.5".parse().expect("cursor");
+    assert_eq!(cursor.to_string(), "1700000000000.5");
+    assert!("nonsense".parse::<aegis_store::Cursor>().is_err());
+}
+
+#[tokio::test]
+async fn concurrent_writers_lose_nothing() {
+    let t = temp_store().await;
+    let path = t.path();
+    // A second store on the same file stands for a second program (the app beside an import).
+    let other = Store::open(&path).await.expect("second handle");
+    let (first, second) = tokio::join!(
+        async {
+            for i in 0..60 {
+                record(
+                    &t.store,
+                    &format!("dari tugas satu {i}"),
+                    Source::Cli,
+                    None,
+                    &[],
+                )
+                .await;
+            }
+        },
+        async {
+            for i in 0..60 {
+                record(
+                    &other,
+                    &format!("from task two {i}"),
+                    Source::Http,
+                    Some("u"),
+                    &["spam"],
+                )
+                .await;
+            }
+        }
+    );
+    let _ = (first, second);
+    // And tasks sharing one store.
+    let store = std::sync::Arc::new(other);
+    let handles: Vec<_> = (0..4)
+        .map(|task| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..20 {
+                    record(
+                        &store,
+                        &format!("shared {task} {i}"),
+                        Source::Typed,
+                        None,
+                        &[],
+                    )
+                    .await;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.await.expect("task");
+    }
+    assert_eq!(
+        t.store
+            .count(&HistoryFilter::default())
+            .await
+            .expect("count"),
+        200
+    );
+}
+
+#[tokio::test]
+async fn one_verdict_in_full_with_templates_and_reviews() {
+    let t = temp_store().await;
+    let id = record(
+        &t.store,
+        "dasar goblok",
+        Source::Typed,
+        Some("ana"),
+        &["toxic"],
+    )
+    .await;
+    let detail = t.store.get(id).await.expect("get").expect("exists");
+    assert_eq!(detail.row.text, "dasar goblok");
+    assert_eq!(detail.row.results.len(), 4);
+    let toxic = &detail.row.results[1];
+    assert_eq!(
+        (toxic.key.as_str(), toxic.passed, toxic.decided_by.as_str()),
+        ("toxic", false, "head")
+    );
+    assert_eq!(toxic.learned_score, Some(0.8999999761581421));
+    assert_eq!(detail.templates.len(), 4);
+    assert!(detail.templates[1].content.contains("Is this toxic?"));
+    assert!(t.store.get(id + 100).await.expect("get").is_none());
+
+    let bad = t
+        .store
+        .add_review(&NewReview {
+            verdict_id: id,
+            reviewer: "rina".into(),
+            decision: Decision::Agree,
+            validators: BTreeMap::from([("weather".to_string(), Decision::Agree)]),
+            note: String::new(),
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(bad.contains("has no weather result"), "{bad}");
+    let missing = t
+        .store
+        .add_review(&NewReview {
+            verdict_id: 9999,
+            reviewer: "rina".into(),
+            decision: Decision::Agree,
+            validators: BTreeMap::new(),
+            note: String::new(),
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("no verdict 9999"), "{missing}");
+    t.store
+        .add_review(&NewReview {
+            verdict_id: id,
+            reviewer: "rina".into(),
+            decision: Decision::Agree,
+            validators: BTreeMap::from([("toxic".to_string(), Decision::Agree)]),
+            note: "clear insult".into(),
+        })
+        .await
+        .expect("review");
+    let detail = t.store.get(id).await.expect("get").expect("exists");
+    assert_eq!(detail.reviews.len(), 1);
+    assert_eq!(detail.reviews[0].validators["toxic"], Decision::Agree);
+    assert_eq!(detail.row.reviews, 1);
+}
+
+#[tokio::test]
+async fn export_round_trips_as_jsonl_and_csv() {
+    let t = temp_store().await;
+    let s = &t.store;
+    for (i, text) in [
+        "Halo, \"apa\" kabar?\nBaris dua",
+        "WIN, a prize",
+        "biasa saja",
+    ]
+    .iter()
+    .enumerate()
+    {
+        record(
+            s,
+            text,
+            Source::Cli,
+            Some("u"),
+            if i == 1 { &["spam"] } else { &[] },
+        )
+        .await;
+    }
+    let listed = s
+        .list(&HistoryFilter::default(), None, 100)
+        .await
+        .expect("list")
+        .rows;
+
+    let mut jsonl = Vec::new();
+    assert_eq!(
+        s.export(&HistoryFilter::default(), ExportFormat::Jsonl, &mut jsonl)
+            .await
+            .expect("export"),
+        3
+    );
+    let parsed: Vec<serde_json::Value> = String::from_utf8(jsonl)
+        .expect("utf8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(parsed.len(), 3);
+    for (row, json) in listed.iter().zip(&parsed) {
+        assert_eq!(json["verdict_id"], row.verdict_id);
+        assert_eq!(json["text"], row.text.as_str());
+        assert_eq!(json["results"].as_array().expect("results").len(), 4);
+        assert_eq!(json["results"][0]["score"], row.results[0].score);
+        assert!(json["created_at"].as_str().expect("time").ends_with('Z'));
+    }
+
+    let mut csv_bytes = Vec::new();
+    s.export(
+        &HistoryFilter {
+            status: Some(Status::Passed),
+            ..Default::default()
+        },
+        ExportFormat::Csv,
+        &mut csv_bytes,
+    )
+    .await
+    .expect("export");
+    let mut reader = csv::Reader::from_reader(csv_bytes.as_slice());
+    let headers = reader.headers().expect("headers").clone();
+    for key in KEYS {
+        assert!(
+            headers.iter().any(|h| h == format!("score_{key}")),
+            "{headers:?}"
+        );
+    }
+    let records: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("record")).collect();
+    assert_eq!(records.len(), 2, "the filter applies to exports");
+    let text_col = headers
+        .iter()
+        .position(|h| h == "text")
+        .expect("text column");
+    assert_eq!(
+        &records[1][text_col], "Halo, \"apa\" kabar?\nBaris dua",
+        "quotes, commas and newlines survive"
+    );
+}
+
+#[tokio::test]
+async fn deleting_and_retention() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let old = record(s, "pesan lama", Source::Cli, None, &[]).await;
+    let keep = record(s, "pesan baru", Source::Cli, None, &["spam"]).await;
+    let gone = record(s, "hapus saya", Source::Cli, None, &[]).await;
+    assert!(s.delete(gone).await.expect("delete"));
+    assert!(!s.delete(gone).await.expect("delete twice"));
+    let filter = HistoryFilter {
+        text: Some("hapus".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        s.count(&filter).await.expect("count"),
+        0,
+        "its message left the search index too"
+    );
+
+    // Age one verdict by 40 days, as another program would see the file.
+    {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", t.path().display()))
+            .await
+            .expect("connect");
+        sqlx::query("UPDATE verdicts SET created_at = created_at - 40 * 86400000 WHERE id = ?")
+            .bind(old)
+            .execute(&mut conn)
+            .await
+            .expect("age");
+    }
+    assert_eq!(s.set_retention_days(Some(30)).await.expect("retention"), 1);
+    assert_eq!(s.retention_days().await.expect("read"), Some(30));
+    let left: Vec<i64> = s
+        .list(&HistoryFilter::default(), None, 10)
+        .await
+        .expect("list")
+        .rows
+        .iter()
+        .map(|r| r.verdict_id)
+        .collect();
+    assert_eq!(left, vec![keep]);
+    assert_eq!(
+        s.delete_matching(&HistoryFilter {
+            status: Some(Status::Failed),
+            ..Default::default()
+        })
+        .await
+        .expect("delete"),
+        1
+    );
+    assert_eq!(s.count(&HistoryFilter::default()).await.expect("count"), 0);
+    s.set_retention_days(None).await.expect("off");
+    assert_eq!(s.retention_days().await.expect("read"), None);
+}

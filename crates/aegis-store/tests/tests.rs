@@ -1,0 +1,6 @@
+//! The store on real SQLite files.
+
+mod bad_states;
+mod common;
+mod history;
+mod imports;
