@@ -4,10 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use aegis_guard::{Guard, GuardError, Status, ValidateResponse, Verdict};
+use aegis_guard::{Guard, GuardError, ScoreSource, Status, ValidateResponse, Verdict};
+use aegis_store::{NewVerdict, Source, Store, TemplateContent};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::history_cmd::DbArgs;
 use crate::input::read_rows;
 use crate::options::GuardArgs;
 use crate::ExitStatus;
@@ -26,11 +28,38 @@ pub struct CheckArgs {
     /// Print the original /validate response shape (with scores) instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// user_id reported in JSON output.
+    /// user_id reported in JSON output and recorded in history.
     #[arg(long, default_value = "cli")]
     pub user_id: String,
+    /// Do not record verdicts in history.
+    #[arg(long)]
+    pub no_history: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
     #[command(flatten)]
     pub guard: GuardArgs,
+}
+
+/// Where verdicts go when history is on.
+struct Recorder {
+    runtime: tokio::runtime::Runtime,
+    store: Store,
+    templates: Vec<TemplateContent>,
+    user_id: String,
+}
+
+impl Recorder {
+    fn record(&self, text: &str, verdict: &Verdict) -> Result<()> {
+        self.runtime.block_on(self.store.record(&NewVerdict {
+            text,
+            source: Source::Cli,
+            user_id: Some(&self.user_id),
+            import: None,
+            verdict,
+            templates: &self.templates,
+        }))?;
+        Ok(())
+    }
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitStatus> {
@@ -45,11 +74,28 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         .as_ref()
         .map(|f| read_rows(f, args.column.as_deref()))
         .transpose()?;
+    // The database is opened before the model loads, so a locked or damaged one fails fast.
+    let history = if args.no_history {
+        None
+    } else {
+        let runtime = tokio::runtime::Runtime::new()?;
+        let store = runtime.block_on(args.db.open())?;
+        Some((runtime, store))
+    };
     let guard = args.guard.load()?;
+    let recorder = history.map(|(runtime, store)| Recorder {
+        runtime,
+        store,
+        templates: guard.validators().iter().map(Into::into).collect(),
+        user_id: args.user_id.clone(),
+    });
     match (rows, &args.text) {
-        (Some(rows), _) => check_rows(&guard, rows, &args.user_id),
+        (Some(rows), _) => check_rows(&guard, rows, &args.user_id, recorder.as_ref()),
         (None, Some(text)) => {
             let verdict = guard.check(text)?;
+            if let Some(recorder) = &recorder {
+                recorder.record(text, &verdict)?;
+            }
             if args.json {
                 let response = ValidateResponse::new(&args.user_id, text, &verdict);
                 println!("{}", serde_json::to_string_pretty(&response)?);
@@ -71,14 +117,19 @@ fn exit_for(status: Status) -> ExitStatus {
 
 fn print_table(verdict: &Verdict) {
     println!(
-        "{:<20} {:>7} {:>9}  verdict",
-        "validator", "score", "threshold"
+        "{:<20} {:>7} {:>6} {:>7} {:>9}  verdict",
+        "validator", "score", "by", "prompt", "threshold"
     );
     for r in &verdict.results {
         println!(
-            "{:<20} {:>7.3} {:>9.2}  {}",
+            "{:<20} {:>7.3} {:>6} {:>7.3} {:>9.2}  {}",
             r.key,
             r.score,
+            match r.decided_by {
+                ScoreSource::Head => "head",
+                ScoreSource::Prompt => "prompt",
+            },
+            r.prompt_score,
             r.threshold,
             if r.passed { "passed" } else { "FAILED" }
         );
@@ -99,7 +150,12 @@ fn print_table(verdict: &Verdict) {
     );
 }
 
-fn check_rows(guard: &Guard, rows: Vec<crate::input::Row>, user_id: &str) -> Result<ExitStatus> {
+fn check_rows(
+    guard: &Guard,
+    rows: Vec<crate::input::Row>,
+    user_id: &str,
+    recorder: Option<&Recorder>,
+) -> Result<ExitStatus> {
     let started = Instant::now();
     let progress = ProgressBar::new(rows.len() as u64);
     progress.set_style(
@@ -118,6 +174,9 @@ fn check_rows(guard: &Guard, rows: Vec<crate::input::Row>, user_id: &str) -> Res
         });
         match outcome {
             Ok((text, verdict)) => {
+                if let Some(recorder) = recorder {
+                    recorder.record(&text, &verdict)?;
+                }
                 match verdict.status {
                     Status::Passed => passed += 1,
                     Status::Failed => failed += 1,

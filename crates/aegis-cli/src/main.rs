@@ -1,6 +1,8 @@
 //! `aegis`: the headless twin of the desktop console.
 
 mod check;
+mod history_cmd;
+mod import;
 mod input;
 mod model_cmd;
 mod options;
@@ -23,6 +25,10 @@ struct Cli {
 enum Command {
     /// Check a message (or a file of messages) against every validator.
     Check(Box<check::CheckArgs>),
+    /// Run a file of messages through the guard into history; resumes where it stopped.
+    Import(Box<import::ImportArgs>),
+    /// Browse, search, review, export and delete recorded verdicts.
+    History(Box<history_cmd::HistoryArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
     /// Model utilities.
@@ -50,6 +56,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
         Command::Train(args) => train::run(*args),
+        Command::Import(args) => import::run(*args),
+        Command::History(args) => history_cmd::run(*args),
         Command::Model(command) => model_cmd::run(command),
     };
     match result {

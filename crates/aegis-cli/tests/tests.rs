@@ -3,14 +3,29 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod history;
+
 fn aegis(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aegis"))
+    aegis_command(args).output().expect("aegis runs")
+}
+
+/// The binary with a clean environment; history goes to a database private to this test run.
+fn aegis_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_aegis"));
+    command
         .args(args)
         .current_dir(repo_root())
         .env_remove("AEGIS_PROMPTS")
         .env_remove("AEGIS_MODEL")
-        .output()
-        .expect("aegis runs")
+        .env("AEGIS_DB", shared_db());
+    command
+}
+
+fn shared_db() -> PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+        .join("history.db")
 }
 
 fn repo_root() -> PathBuf {

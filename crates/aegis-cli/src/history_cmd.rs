@@ -1,0 +1,402 @@
+//! `aegis history`: list, search, show, export, review and delete recorded verdicts.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use aegis_guard::Status;
+use aegis_store::{
+    format_millis, parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryRow, NewReview,
+    ScoreRange, Source, Store,
+};
+use anyhow::{bail, Context, Result};
+
+use crate::ExitStatus;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DbArgs {
+    /// History database (default: the platform data folder, e.g. ~/.local/share/aegis/history.db).
+    #[arg(long, env = "AEGIS_DB", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArgs {
+    pub fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(|| {
+            dirs::data_dir()
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join("aegis/history.db")
+        })
+    }
+
+    pub async fn open(&self) -> Result<Store> {
+        Ok(Store::open(&self.path()).await?)
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterArgs {
+    /// passed or failed.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only verdicts where this validator failed.
+    #[arg(long)]
+    pub failed: Option<String>,
+    /// Validator whose score --min-score/--max-score bound (default: any validator).
+    #[arg(long)]
+    pub validator: Option<String>,
+    #[arg(long)]
+    pub min_score: Option<f64>,
+    #[arg(long)]
+    pub max_score: Option<f64>,
+    /// typed, import, http or cli.
+    #[arg(long)]
+    pub source: Option<String>,
+    #[arg(long)]
+    pub user: Option<String>,
+    /// First day included, YYYY-MM-DD (UTC).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Last day included, YYYY-MM-DD (UTC).
+    #[arg(long)]
+    pub until: Option<String>,
+    #[arg(long, conflicts_with = "unreviewed")]
+    pub reviewed: bool,
+    #[arg(long)]
+    pub unreviewed: bool,
+    /// Words the message must contain.
+    #[arg(long)]
+    pub search: Option<String>,
+}
+
+impl FilterArgs {
+    pub fn filter(&self) -> Result<HistoryFilter> {
+        let status = match self.status.as_deref() {
+            None => None,
+            Some("passed") => Some(Status::Passed),
+            Some("failed") => Some(Status::Failed),
+            Some(other) => bail!("unknown status {other:?}: use passed or failed"),
+        };
+        let score = (self.min_score.is_some() || self.max_score.is_some()).then(|| ScoreRange {
+            validator: self.validator.clone(),
+            min: self.min_score,
+            max: self.max_score,
+        });
+        Ok(HistoryFilter {
+            status,
+            failed_validator: self.failed.clone(),
+            score,
+            source: self
+                .source
+                .as_deref()
+                .map(str::parse::<Source>)
+                .transpose()?,
+            user_id: self.user.clone(),
+            since: self.since.as_deref().map(parse_day).transpose()?,
+            until: self
+                .until
+                .as_deref()
+                .map(|d| parse_day(d).map(|start| start + 86_400_000))
+                .transpose()?,
+            reviewed: match (self.reviewed, self.unreviewed) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            text: self.search.clone(),
+        })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum HistoryCommand {
+    /// Newest verdicts first, filtered.
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Continue after this cursor (printed at the end of the previous page).
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One verdict with its results, templates and reviews.
+    Show {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the filtered history as CSV or JSONL.
+    Export {
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+        /// File to write (default: standard output).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Checked and failed counts per validator per day.
+    Stats {
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record a reviewer's decision on a verdict.
+    Review {
+        id: i64,
+        #[arg(
+            long,
+            required_unless_present = "overturn",
+            conflicts_with = "overturn"
+        )]
+        agree: bool,
+        #[arg(long)]
+        overturn: bool,
+        /// Per-validator decision, e.g. --validator toxic=overturn (repeatable).
+        #[arg(long = "validator", value_name = "KEY=DECISION")]
+        validators: Vec<String>,
+        #[arg(long, env = "USER", default_value = "reviewer")]
+        reviewer: String,
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Delete one verdict, or every verdict matching filters with --matching.
+    Delete {
+        id: Option<i64>,
+        #[arg(long, conflicts_with = "id")]
+        matching: bool,
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// Keep verdicts for DAYS days ("off" keeps them forever); applied now and at every open.
+    Retention { days: String },
+}
+
+pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
+    let store = args.db.open().await?;
+    match args.command {
+        HistoryCommand::List {
+            filter,
+            limit,
+            after,
+            json,
+        } => {
+            let after = after.as_deref().map(str::parse::<Cursor>).transpose()?;
+            let page = store.list(&filter.filter()?, after, limit).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page)?);
+            } else {
+                println!(
+                    "{:>7}  {:<24}  {:<6}  {:<7}  {:<24}  text",
+                    "id", "time", "source", "status", "case"
+                );
+                for row in &page.rows {
+                    print_row(row);
+                }
+                if let Some(next) = page.next {
+                    println!("more: --after {next}");
+                }
+            }
+        }
+        HistoryCommand::Show { id, json } => {
+            let Some(detail) = store.get(id).await? else {
+                bail!("no verdict {id} in {}", store.path().display());
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&detail)?);
+            } else {
+                let row = &detail.row;
+                println!(
+                    "verdict {} at {}",
+                    row.verdict_id,
+                    format_millis(row.created_at)
+                );
+                println!("text: {}", row.text);
+                println!(
+                    "source: {}  user: {}  language: {}",
+                    row.source,
+                    row.user_id.as_deref().unwrap_or("-"),
+                    row.language
+                );
+                println!("status: {} ({})", row.status, row.case);
+                if !row.rejection_message.is_empty() {
+                    println!("message: {}", row.rejection_message);
+                }
+                println!(
+                    "model: {} (sha256 {})",
+                    row.model_id,
+                    short(&row.model_hash)
+                );
+                for r in &row.results {
+                    println!(
+                        "  {:<18} {:.3} (prompt {:.3}, learned {}) by {:<6} threshold {:.2} {}  template {}",
+                        r.key,
+                        r.score,
+                        r.prompt_score,
+                        r.learned_score.map_or("-".into(), |s| format!("{s:.3}")),
+                        r.decided_by,
+                        r.threshold,
+                        if r.passed { "passed" } else { "FAILED" },
+                        short(&r.template_hash)
+                    );
+                }
+                for review in &detail.reviews {
+                    println!(
+                        "review by {} at {}: {} {:?} {}",
+                        review.reviewer,
+                        format_millis(review.created_at),
+                        review.decision.as_str(),
+                        review.validators,
+                        review.note
+                    );
+                }
+            }
+        }
+        HistoryCommand::Export {
+            filter,
+            format,
+            out,
+        } => {
+            let format: ExportFormat = format.parse()?;
+            let filter = filter.filter()?;
+            let written = match out {
+                Some(path) => {
+                    let mut file = std::io::BufWriter::new(
+                        std::fs::File::create(&path)
+                            .with_context(|| format!("cannot create {}", path.display()))?,
+                    );
+                    store.export(&filter, format, &mut file).await?
+                }
+                None => {
+                    let mut out = std::io::BufWriter::new(std::io::stdout());
+                    store.export(&filter, format, &mut out).await?
+                }
+            };
+            eprintln!("exported {written} verdicts");
+        }
+        HistoryCommand::Stats { filter, json } => {
+            let counts = store.daily_counts(&filter.filter()?).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&counts)?);
+            } else {
+                println!(
+                    "{:<10}  {:<18} {:>8} {:>8}",
+                    "day", "validator", "checked", "failed"
+                );
+                for c in counts {
+                    println!(
+                        "{:<10}  {:<18} {:>8} {:>8}",
+                        c.day, c.validator, c.checked, c.failed
+                    );
+                }
+            }
+        }
+        HistoryCommand::Review {
+            id,
+            agree: _,
+            overturn,
+            validators,
+            reviewer,
+            note,
+        } => {
+            let validators = validators
+                .iter()
+                .map(|pair| {
+                    let (key, decision) = pair.split_once('=').with_context(|| {
+                        format!("{pair:?} is not KEY=DECISION, e.g. toxic=overturn")
+                    })?;
+                    Ok((key.to_string(), decision.parse::<Decision>()?))
+                })
+                .collect::<Result<BTreeMap<_, _>>>()?;
+            let review_id = store
+                .add_review(&NewReview {
+                    verdict_id: id,
+                    reviewer,
+                    decision: if overturn {
+                        Decision::Overturn
+                    } else {
+                        Decision::Agree
+                    },
+                    validators,
+                    note,
+                })
+                .await?;
+            println!("review {review_id} recorded on verdict {id}");
+        }
+        HistoryCommand::Delete {
+            id,
+            matching,
+            filter,
+        } => match (id, matching) {
+            (Some(id), _) => {
+                if !store.delete(id).await? {
+                    bail!("no verdict {id} in {}", store.path().display());
+                }
+                println!("deleted verdict {id}");
+            }
+            (None, true) => {
+                let deleted = store.delete_matching(&filter.filter()?).await?;
+                println!("deleted {deleted} verdicts");
+            }
+            (None, false) => bail!("give a verdict id, or --matching with filters"),
+        },
+        HistoryCommand::Retention { days } => {
+            let days = match days.as_str() {
+                "off" => None,
+                n => Some(
+                    n.parse::<u32>()
+                        .with_context(|| format!("{n:?} is not a number of days (or \"off\")"))?,
+                ),
+            };
+            let dropped = store.set_retention_days(days).await?;
+            match days {
+                Some(d) => {
+                    println!("keeping {d} days of history; dropped {dropped} older verdicts")
+                }
+                None => println!("keeping history forever"),
+            }
+        }
+    }
+    std::io::stdout().flush()?;
+    store.close().await;
+    Ok(ExitStatus::Passed)
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+fn print_row(row: &HistoryRow) {
+    let text: String = row
+        .text
+        .chars()
+        .take(60)
+        .collect::<String>()
+        .replace('\n', " ");
+    println!(
+        "{:>7}  {:<24}  {:<6}  {:<7}  {:<24}  {}",
+        row.verdict_id,
+        format_millis(row.created_at),
+        row.source,
+        row.status,
+        row.case,
+        text
+    );
+}
