@@ -6,6 +6,7 @@ mod import;
 mod input;
 mod model_cmd;
 mod options;
+mod serve;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,8 @@ enum Command {
     Import(Box<import::ImportArgs>),
     /// Browse, search, review, export and delete recorded verdicts.
     History(Box<history_cmd::HistoryArgs>),
+    /// Serve the local HTTP API (/validate, /chat, /health, /v1/moderations).
+    Serve(Box<serve::ServeArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
     /// Model utilities.
@@ -56,6 +59,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
         Command::Train(args) => train::run(*args),
+        Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),
         Command::History(args) => history_cmd::run(*args),
         Command::Model(command) => model_cmd::run(command),

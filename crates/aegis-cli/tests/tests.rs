@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod heads;
 mod history;
 
 fn aegis(args: &[&str]) -> Output {

@@ -1,0 +1,113 @@
+//! Learned heads through the real binary and the real model.
+
+use crate::{aegis, aegis_command, repo_root, stderr, stdout};
+
+fn scores(text: &str) -> serde_json::Value {
+    let out = aegis(&["check", "--json", "--no-history", text]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    json["scores"].clone()
+}
+
+#[test]
+fn shipped_heads_rank_the_obvious_cases() {
+    let toxic = scores("dasar goblok kamu anjing")["toxic"]
+        .as_f64()
+        .expect("score");
+    let benign = scores("Bagaimana cara top up saldo?")["toxic"]
+        .as_f64()
+        .expect("score");
+    assert!(toxic > benign, "toxic {toxic} vs benign {benign}");
+    let advice = scores("Beli saham BBCA sekarang, pasti cuan 50% minggu depan!")
+        ["financial_advice"]
+        .as_f64()
+        .expect("score");
+    let greeting = scores("Selamat pagi, apa kabar?")["financial_advice"]
+        .as_f64()
+        .expect("score");
+    assert!(advice > greeting, "advice {advice} vs greeting {greeting}");
+    // The table says who decided.
+    let table = stdout(&aegis(&["check", "--no-history", "halo"]));
+    assert_eq!(table.matches(" head ").count(), 4, "{table}");
+}
+
+#[test]
+fn a_head_for_another_model_is_refused_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
+    let shipped = repo_root().join("prompt_guard");
+    for key in ["spam", "toxic"] {
+        std::fs::copy(
+            shipped.join(format!("{key}.txt")),
+            prompts.join(format!("{key}.txt")),
+        )
+        .expect("copy template");
+    }
+    let head = std::fs::read_to_string(shipped.join("heads/spam.json")).expect("head");
+    let mut json: serde_json::Value = serde_json::from_str(&head).expect("JSON");
+    json["model"]["content_hash"] = "f".repeat(64).into();
+    std::fs::write(prompts.join("heads/spam.json"), json.to_string()).expect("write");
+    std::fs::copy(
+        shipped.join("heads/toxic.json"),
+        prompts.join("heads/toxic.json"),
+    )
+    .expect("copy head");
+    let out = aegis(&[
+        "check",
+        "--no-history",
+        "--prompts",
+        prompts.to_str().expect("path"),
+        "halo",
+    ]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("spam.json: head not used, the prompt's score decides"),
+        "{err}"
+    );
+    assert!(err.contains("trained for model"), "{err}");
+    let table = stdout(&out);
+    let line = |key: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(key))
+            .map(str::to_string)
+            .expect(key)
+    };
+    assert!(line("spam").contains("prompt"), "{table}");
+    assert!(line("toxic").contains("head"), "{table}");
+}
+
+#[test]
+fn training_is_deterministic_end_to_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let train = |out: &str, extra: &[&str]| {
+        let out_dir = dir.path().join(out);
+        let mut args = vec![
+            "train",
+            "toxic",
+            "--data",
+            data.to_str().expect("path"),
+            "--folds",
+            "3",
+            "--out",
+            out_dir.to_str().expect("path"),
+        ];
+        args.extend_from_slice(extra);
+        let result = aegis_command(&args)
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .output()
+            .expect("runs");
+        assert!(result.status.success(), "{}", stderr(&result));
+        assert!(stdout(&result).contains("toxic"), "{}", stdout(&result));
+        std::fs::read(out_dir.join("toxic.json")).expect("head written")
+    };
+    let first = train("a", &[]);
+    let again = train("b", &["--no-cache"]);
+    assert_eq!(first, again, "same data, same model, same bits");
+    let head: serde_json::Value = serde_json::from_slice(&first).expect("JSON");
+    assert_eq!(head["validator"], "toxic");
+    assert_eq!(head["training"]["rows"], 12);
+    assert_eq!(head["weights"].as_array().map(Vec::len), Some(640));
+}

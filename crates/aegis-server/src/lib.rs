@@ -1,0 +1,13 @@
+//! The local HTTP API over a shared guard and history: the original service's `/validate`,
+//! `/chat` and `/health`, an OpenAI-compatible `/v1/moderations`, `/validators` and an OpenAPI
+//! description. A library: `aegis serve` and the desktop app mount the same router.
+
+mod auth;
+mod error;
+mod openapi;
+mod routes;
+mod worker;
+
+pub use error::ApiError;
+pub use routes::{router, AppState, ServerConfig};
+pub use worker::{ModelStatus, Worker, WorkerError};

@@ -1,0 +1,175 @@
+//! The API's OpenAPI 3.0 description, served at `/openapi.json`.
+
+use serde_json::{json, Value};
+
+fn error_responses(codes: &[&str]) -> serde_json::Map<String, Value> {
+    let describe = |code: &str| match code {
+        "400" => "Malformed JSON or empty text",
+        "401" => "Missing or wrong bearer token",
+        "413" => "Body over the size limit, or text over the model's context",
+        "415" => "Body not sent as application/json",
+        "422" => "A field is missing or has the wrong type",
+        "503" => "Busy (queue full) or the model is loading; see Retry-After",
+        _ => "Error",
+    };
+    codes
+        .iter()
+        .map(|code| {
+            (
+                code.to_string(),
+                json!({
+                    "description": describe(code),
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+                }),
+            )
+        })
+        .collect()
+}
+
+fn post_json(summary: &str, request: &str, response: &str) -> Value {
+    let mut responses = error_responses(&["400", "401", "413", "415", "422", "503"]);
+    responses.insert(
+        "200".into(),
+        json!({
+            "description": "The verdict",
+            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{response}")}}}
+        }),
+    );
+    json!({
+        "post": {
+            "summary": summary,
+            "requestBody": {
+                "required": true,
+                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{request}")}}}
+            },
+            "responses": responses,
+        }
+    })
+}
+
+pub fn document() -> Value {
+    let mut validators_responses = error_responses(&["401", "503"]);
+    validators_responses.insert(
+        "200".into(),
+        json!({"description": "The loaded validators", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Validators"}}}}),
+    );
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "AEGIS guard API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Checks messages against spam, toxic, harassment and financial-advice policies with a local Gemma 3. Compatible with the original AEGIS Shield service and with OpenAI's moderation API."
+        },
+        "paths": {
+            "/validate": post_json("Check a message; the original service's response shape plus per-validator scores", "GuardRequest", "ValidateResponse"),
+            "/chat": post_json("Check a message; say whether the conversation can proceed", "GuardRequest", "ChatResponse"),
+            "/v1/moderations": post_json("OpenAI-compatible moderation: one result per input, our validators as categories", "ModerationRequest", "ModerationResponse"),
+            "/health": {"get": {"summary": "Liveness and model state", "responses": {
+                "200": {"description": "Running", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}}}
+            }}},
+            "/validators": {"get": {"summary": "The loaded validators", "responses": validators_responses}},
+            "/openapi.json": {"get": {"summary": "This document", "responses": {
+                "200": {"description": "OpenAPI 3.0 document", "content": {"application/json": {"schema": {"type": "object"}}}},
+                "401": {"description": "Missing or wrong bearer token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+            }}}
+        },
+        "components": {
+            "schemas": {
+                "GuardRequest": {
+                    "type": "object",
+                    "required": ["user_id", "question"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "user_id": {"type": "string"},
+                        "question": {"type": "string", "description": "The message to check"}
+                    }
+                },
+                "ValidateResponse": {
+                    "type": "object",
+                    "required": ["user_id", "question", "case", "execution_per_step", "status_guard", "ai_response", "scores"],
+                    "properties": {
+                        "user_id": {"type": "string"},
+                        "question": {"type": "string"},
+                        "case": {"type": "string", "description": "\"aman\" when every validator passed, else the failed validators joined by \", \""},
+                        "execution_per_step": {"type": "array", "items": {
+                            "type": "object", "required": ["step", "status"],
+                            "properties": {"step": {"type": "string"}, "status": {"type": "string", "enum": ["passed", "failed"]}}
+                        }},
+                        "status_guard": {"type": "string", "enum": ["passed", "failed"]},
+                        "ai_response": {"type": "string", "description": "Rejection message; empty when passed"},
+                        "scores": {"type": "object", "additionalProperties": {"type": "number"}, "description": "Addition: P(violation) per validator"}
+                    }
+                },
+                "ChatResponse": {
+                    "type": "object",
+                    "required": ["response", "status", "can_proceed"],
+                    "properties": {
+                        "response": {"type": "string"},
+                        "status": {"type": "string", "enum": ["passed", "failed"]},
+                        "can_proceed": {"type": "boolean"}
+                    }
+                },
+                "ModerationRequest": {
+                    "type": "object",
+                    "required": ["input"],
+                    "properties": {
+                        "input": {"oneOf": [
+                            {"type": "string"},
+                            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 32}
+                        ]},
+                        "model": {"type": "string"}
+                    }
+                },
+                "ModerationResponse": {
+                    "type": "object",
+                    "required": ["id", "model", "results"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "model": {"type": "string"},
+                        "results": {"type": "array", "items": {
+                            "type": "object",
+                            "required": ["flagged", "categories", "category_scores"],
+                            "properties": {
+                                "flagged": {"type": "boolean"},
+                                "categories": {"type": "object", "additionalProperties": {"type": "boolean"}},
+                                "category_scores": {"type": "object", "additionalProperties": {"type": "number"}}
+                            }
+                        }}
+                    }
+                },
+                "Health": {
+                    "type": "object",
+                    "required": ["status", "message", "model"],
+                    "properties": {
+                        "status": {"type": "string"},
+                        "message": {"type": "string"},
+                        "model": {"type": "object", "required": ["state"], "properties": {
+                            "state": {"type": "string", "enum": ["loading", "ready", "failed"]},
+                            "id": {"type": "string"}, "device": {"type": "string"}, "error": {"type": "string"}
+                        }}
+                    }
+                },
+                "Validators": {
+                    "type": "object",
+                    "required": ["validators"],
+                    "properties": {"validators": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["key", "name", "threshold", "content_hash", "scored_by"],
+                        "properties": {
+                            "key": {"type": "string"}, "name": {"type": "string"}, "description": {"type": "string"},
+                            "threshold": {"type": "number"}, "content_hash": {"type": "string"},
+                            "scored_by": {"type": "string", "enum": ["head", "prompt"]}
+                        }
+                    }}}
+                },
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+                        "code": {"type": "string"}, "message": {"type": "string"}
+                    }}}
+                }
+            }
+        }
+    })
+}

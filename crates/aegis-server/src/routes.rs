@@ -1,0 +1,358 @@
+//! Endpoints. Handlers are thin: parse, ask the worker, record, shape the answer.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use aegis_guard::{ChatResponse, GuardError, ValidateResponse, Verdict};
+use aegis_store::{NewVerdict, Source, Store, TemplateContent};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::error::ApiError;
+use crate::worker::{ModelStatus, Worker, WorkerError};
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// When set, every endpoint but `/health` needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    pub max_body_bytes: usize,
+    /// Origins allowed by CORS; empty turns CORS off.
+    pub cors_origins: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            token: None,
+            max_body_bytes: 64 * 1024,
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct AppState {
+    pub worker: Worker,
+    pub store: Option<Arc<Store>>,
+    pub config: ServerConfig,
+    moderation_ids: AtomicU64,
+}
+
+impl AppState {
+    pub fn new(worker: Worker, store: Option<Arc<Store>>, config: ServerConfig) -> Self {
+        Self {
+            worker,
+            store,
+            config,
+            moderation_ids: AtomicU64::new(0),
+        }
+    }
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let mut router = Router::new()
+        .route("/validate", post(validate))
+        .route("/chat", post(chat))
+        .route("/health", get(health))
+        .route("/v1/moderations", post(moderations))
+        .route("/validators", get(validators))
+        .route("/openapi.json", get(openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::require_token,
+        ));
+    let origins: Vec<HeaderValue> = state
+        .config
+        .cors_origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    if !origins.is_empty() {
+        router = router.layer(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(origins))
+                .allow_methods([Method::GET, Method::POST])
+                .allow_headers([
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::header::AUTHORIZATION,
+                ]),
+        );
+    }
+    router.with_state(state)
+}
+
+/// JSON bodies whose every rejection answers in the API's error shape.
+struct ApiJson<T>(T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(Self(value)),
+            Err(rejection) => Err(json_error(rejection)),
+        }
+    }
+}
+
+fn json_error(rejection: JsonRejection) -> ApiError {
+    let status = rejection.status();
+    let code = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "invalid_request",
+        _ => "malformed_json",
+    };
+    let message = match status {
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            "send the body as JSON with Content-Type: application/json".to_string()
+        }
+        StatusCode::PAYLOAD_TOO_LARGE => "the request body is over the size limit".to_string(),
+        _ => rejection.body_text(),
+    };
+    ApiError::new(status, code, message)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GuardRequest {
+    user_id: String,
+    question: String,
+}
+
+fn worker_error(error: WorkerError) -> ApiError {
+    match error {
+        WorkerError::Busy(_) => ApiError::busy(error.to_string(), 1),
+        WorkerError::Loading => ApiError::busy(error.to_string(), 5),
+        WorkerError::Failed(_) | WorkerError::Stopped => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "model_unavailable",
+            error.to_string(),
+        ),
+        WorkerError::Guard(GuardError::EmptyText) => {
+            ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
+        }
+        WorkerError::Guard(e @ GuardError::TooLong { .. }) => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "text_too_long",
+            e.to_string(),
+        ),
+        WorkerError::Guard(e) => {
+            tracing::error!(error = %e, "guard failed");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "guard_failed",
+                e.to_string(),
+            )
+        }
+    }
+}
+
+/// Checks and records one message.
+async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Verdict, ApiError> {
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "empty_text",
+            GuardError::EmptyText.to_string(),
+        ));
+    }
+    let verdict = state
+        .worker
+        .check(text.to_string())
+        .await
+        .map_err(worker_error)?;
+    if let (Some(store), Some(guard)) = (&state.store, state.worker.guard()) {
+        let templates: Vec<TemplateContent> = guard.validators().iter().map(Into::into).collect();
+        let recorded = store
+            .record(&NewVerdict {
+                text,
+                source: Source::Http,
+                user_id,
+                import: None,
+                verdict: &verdict,
+                templates: &templates,
+            })
+            .await;
+        if let Err(e) = recorded {
+            tracing::error!(error = %e, "recording the verdict failed");
+        }
+    }
+    Ok(verdict)
+}
+
+async fn validate(
+    State(state): State<Arc<AppState>>,
+    ApiJson(request): ApiJson<GuardRequest>,
+) -> Result<Json<ValidateResponse>, ApiError> {
+    let verdict = check(&state, &request.question, Some(&request.user_id)).await?;
+    Ok(Json(ValidateResponse::new(
+        &request.user_id,
+        &request.question,
+        &verdict,
+    )))
+}
+
+async fn chat(
+    State(state): State<Arc<AppState>>,
+    ApiJson(request): ApiJson<GuardRequest>,
+) -> Result<Json<ChatResponse>, ApiError> {
+    let verdict = check(&state, &request.question, Some(&request.user_id)).await?;
+    Ok(Json(ChatResponse::new(&verdict)))
+}
+
+async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let model = match state.worker.status() {
+        ModelStatus::Loading => json!({"state": "loading"}),
+        ModelStatus::Ready { model, device } => {
+            json!({"state": "ready", "id": model, "device": device})
+        }
+        ModelStatus::Failed(error) => json!({"state": "failed", "error": error}),
+    };
+    Json(json!({
+        "status": "healthy",
+        "message": "Guardian Validation API is running",
+        "model": model,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ModerationInput {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+struct ModerationRequest {
+    input: ModerationInput,
+    /// Accepted for compatibility; the loaded model answers.
+    #[serde(default)]
+    #[allow(dead_code)]
+    model: Option<String>,
+}
+
+/// Inputs per moderation request: each is a full verdict on the model's thread.
+const MAX_MODERATION_INPUTS: usize = 32;
+
+async fn moderations(
+    State(state): State<Arc<AppState>>,
+    ApiJson(request): ApiJson<ModerationRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let inputs = match request.input {
+        ModerationInput::One(text) => vec![text],
+        ModerationInput::Many(texts) => texts,
+    };
+    if inputs.is_empty() {
+        return Err(ApiError::bad_request(
+            "empty_input",
+            "input is an empty list",
+        ));
+    }
+    if inputs.len() > MAX_MODERATION_INPUTS {
+        return Err(ApiError::bad_request(
+            "too_many_inputs",
+            format!(
+                "at most {MAX_MODERATION_INPUTS} inputs per request, got {}",
+                inputs.len()
+            ),
+        ));
+    }
+    let mut results = Vec::with_capacity(inputs.len());
+    for text in &inputs {
+        let verdict = check(&state, text, None).await?;
+        let categories: serde_json::Map<String, Value> = verdict
+            .results
+            .iter()
+            .map(|r| (r.key.clone(), Value::Bool(!r.passed)))
+            .collect();
+        let scores: serde_json::Map<String, Value> = verdict
+            .results
+            .iter()
+            .map(|r| (r.key.clone(), json!(r.score)))
+            .collect();
+        results.push(json!({
+            "flagged": verdict.status == aegis_guard::Status::Failed,
+            "categories": categories,
+            "category_scores": scores,
+        }));
+    }
+    let model = match state.worker.status() {
+        ModelStatus::Ready { model, .. } => model,
+        _ => String::new(),
+    };
+    let id = state.moderation_ids.fetch_add(1, Ordering::Relaxed);
+    Ok(Json(json!({
+        "id": format!("modr-{id}"),
+        "model": model,
+        "results": results,
+    })))
+}
+
+async fn validators(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let guard = state.worker.guard().ok_or_else(|| {
+        worker_error(match state.worker.status() {
+            ModelStatus::Failed(message) => WorkerError::Failed(message),
+            _ => WorkerError::Loading,
+        })
+    })?;
+    let list: Vec<Value> = guard
+        .validators()
+        .iter()
+        .zip(guard.heads())
+        .map(|(v, head)| {
+            json!({
+                "key": v.key,
+                "name": v.name,
+                "description": v.description,
+                "threshold": v.threshold,
+                "content_hash": v.content_hash,
+                "scored_by": if head.is_some() { "head" } else { "prompt" },
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "validators": list })))
+}
+
+async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document())
+}
+
+async fn not_found(request: Request) -> Response {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "no endpoint at {}; see GET /openapi.json",
+            request.uri().path()
+        ),
+    )
+    .into_response()
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{} does not accept {}",
+            request.uri().path(),
+            request.method()
+        ),
+    )
+    .into_response()
+}

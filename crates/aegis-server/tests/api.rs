@@ -1,0 +1,307 @@
+use std::collections::BTreeSet;
+
+use aegis_server::ServerConfig;
+use aegis_store::HistoryFilter;
+use serde_json::{json, Value};
+
+use crate::common::start;
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object().expect("object").keys().cloned().collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
+    let server = start(ServerConfig::default(), 8).await;
+    let client = reqwest::Client::new();
+
+    let health: Value = client
+        .get(server.url("/health"))
+        .send()
+        .await
+        .expect("health")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(health["status"], "healthy");
+    assert_eq!(health["message"], "Guardian Validation API is running");
+    assert_eq!(health["model"]["state"], "ready");
+    assert_eq!(health["model"]["device"], "cpu");
+
+    // The original README's example: {"user_id": "user-123", "question": "HAIIII BODOH"}.
+    let response = client
+        .post(server.url("/validate"))
+        .json(&json!({"user_id": "user-123", "question": "HAIIII BODOH"}))
+        .send()
+        .await
+        .expect("validate");
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(
+        keys(&body),
+        set(&[
+            "user_id",
+            "question",
+            "case",
+            "execution_per_step",
+            "status_guard",
+            "ai_response",
+            "scores"
+        ])
+    );
+    assert_eq!(body["user_id"], "user-123");
+    assert_eq!(body["question"], "HAIIII BODOH");
+    let steps = body["execution_per_step"].as_array().expect("steps");
+    let names: Vec<&str> = steps
+        .iter()
+        .map(|s| s["step"].as_str().expect("step"))
+        .collect();
+    assert_eq!(names, ["spam", "toxic", "harassment", "financial_advice"]);
+    for step in steps {
+        assert_eq!(keys(step), set(&["step", "status"]));
+        assert!(["passed", "failed"].contains(&step["status"].as_str().expect("status")));
+    }
+    let failed: Vec<&str> = steps
+        .iter()
+        .filter(|s| s["status"] == "failed")
+        .map(|s| s["step"].as_str().expect("step"))
+        .collect();
+    match body["status_guard"].as_str().expect("status") {
+        "passed" => {
+            assert_eq!(body["case"], "aman");
+            assert_eq!(body["ai_response"], "");
+        }
+        "failed" => {
+            assert_eq!(body["case"], failed.join(", "));
+            assert!(!body["ai_response"].as_str().expect("message").is_empty());
+        }
+        other => panic!("status_guard {other}"),
+    }
+    assert_eq!(
+        keys(&body["scores"]),
+        set(&["spam", "toxic", "harassment", "financial_advice"])
+    );
+
+    let chat: Value = client
+        .post(server.url("/chat"))
+        .json(&json!({"user_id": "user-123", "question": "Bagaimana cara top up saldo?"}))
+        .send()
+        .await
+        .expect("chat")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(keys(&chat), set(&["response", "status", "can_proceed"]));
+    assert_eq!(chat["can_proceed"], chat["status"] == "passed");
+    assert_eq!(chat["response"] == "", chat["status"] == "passed");
+
+    let recorded = server
+        .store
+        .list(
+            &HistoryFilter {
+                user_id: Some("user-123".into()),
+                ..Default::default()
+            },
+            None,
+            10,
+        )
+        .await
+        .expect("history");
+    assert_eq!(recorded.rows.len(), 2);
+    assert!(recorded.rows.iter().all(|r| r.source == "http"));
+}
+
+#[tokio::test]
+async fn moderations_speak_openais_shape() {
+    let server = start(ServerConfig::default(), 8).await;
+    let client = reqwest::Client::new();
+    let one: Value = client
+        .post(server.url("/v1/moderations"))
+        .json(&json!({"input": "Beli saham BBCA sekarang, pasti cuan!", "model": "omni-moderation-latest"}))
+        .send()
+        .await
+        .expect("moderations")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(keys(&one), set(&["id", "model", "results"]));
+    assert!(one["id"].as_str().expect("id").starts_with("modr-"));
+    let results = one["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        keys(&results[0]),
+        set(&["flagged", "categories", "category_scores"])
+    );
+    assert_eq!(
+        keys(&results[0]["categories"]),
+        set(&["spam", "toxic", "harassment", "financial_advice"])
+    );
+    for (key, flagged) in results[0]["categories"].as_object().expect("categories") {
+        let score = results[0]["category_scores"][key].as_f64().expect("score");
+        assert!((0.0..=1.0).contains(&score));
+        assert!(flagged.is_boolean());
+    }
+
+    let many: Value = client
+        .post(server.url("/v1/moderations"))
+        .json(&json!({"input": ["Selamat pagi, apa kabar?", "dasar goblok kamu anjing"]}))
+        .send()
+        .await
+        .expect("moderations")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        many["results"].as_array().map(Vec::len),
+        Some(2),
+        "one result per input, in order"
+    );
+
+    let validators: Value = client
+        .get(server.url("/validators"))
+        .send()
+        .await
+        .expect("validators")
+        .json()
+        .await
+        .expect("json");
+    let list = validators["validators"].as_array().expect("list");
+    assert_eq!(list.len(), 4);
+    assert_eq!(list[0]["key"], "spam");
+    assert_eq!(list[0]["content_hash"].as_str().map(str::len), Some(64));
+
+    let doc: Value = client
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .expect("openapi")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(doc["openapi"], "3.0.3");
+    for path in [
+        "/validate",
+        "/chat",
+        "/health",
+        "/v1/moderations",
+        "/validators",
+        "/openapi.json",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} undocumented");
+    }
+}
+
+#[tokio::test]
+async fn a_token_guards_everything_but_health() {
+    let server = start(
+        ServerConfig {
+            token: Some("s3cret-token".into()),
+            ..ServerConfig::default()
+        },
+        8,
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let body = json!({"user_id": "u", "question": "halo"});
+    let none = client
+        .post(server.url("/validate"))
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(none.status(), 401);
+    let err: Value = none.json().await.expect("json");
+    assert_eq!(err["error"]["code"], "unauthorized");
+    let wrong = client
+        .post(server.url("/validate"))
+        .bearer_auth("s3cret-tokeN")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(wrong.status(), 401);
+    let right = client
+        .post(server.url("/validate"))
+        .bearer_auth("s3cret-token")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(right.status(), 200);
+    assert_eq!(
+        client
+            .get(server.url("/validators"))
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        401
+    );
+    assert_eq!(
+        client
+            .get(server.url("/health"))
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_full_queue_answers_503_with_retry_after() {
+    let server = start(ServerConfig::default(), 1).await;
+    let client = reqwest::Client::new();
+    let requests = (0..8).map(|i| {
+        let client = client.clone();
+        let url = server.url("/validate");
+        async move {
+            client
+                .post(url)
+                .json(&json!({"user_id": "load", "question": format!("pesan nomor {i}")}))
+                .send()
+                .await
+                .expect("send")
+        }
+    });
+    let responses = futures_join_all(requests).await;
+    let ok = responses.iter().filter(|r| r.status() == 200).count();
+    let busy: Vec<&reqwest::Response> = responses.iter().filter(|r| r.status() == 503).collect();
+    assert!(ok >= 1, "some requests are served");
+    assert!(
+        !busy.is_empty(),
+        "a queue of one cannot hold eight requests"
+    );
+    assert_eq!(ok + busy.len(), 8);
+    for r in &busy {
+        assert_eq!(r.headers()["retry-after"], "1");
+    }
+    let recorded = server
+        .store
+        .count(&HistoryFilter {
+            user_id: Some("load".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("count");
+    assert_eq!(recorded as usize, ok, "exactly one verdict per 200");
+}
+
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F: Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.expect("task"));
+    }
+    out
+}

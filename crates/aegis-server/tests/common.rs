@@ -1,0 +1,67 @@
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use aegis_engine::{resolve, GemmaEngine, HubOptions, LoadOptions, ModelSpec};
+use aegis_guard::Guard;
+use aegis_server::{router, AppState, ServerConfig, Worker};
+use aegis_store::Store;
+
+fn engine() -> Arc<GemmaEngine> {
+    static ENGINE: OnceLock<Arc<GemmaEngine>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let resolved = resolve(&ModelSpec::Default, &HubOptions::default())
+                .expect("the default model; run scripts/setup-model.sh");
+            Arc::new(GemmaEngine::load(&resolved, &LoadOptions::default()).expect("load"))
+        })
+        .clone()
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub store: Arc<Store>,
+    pub _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+pub async fn start(config: ServerConfig, queue: usize) -> TestServer {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(
+        Store::open(&dir.path().join("history.db"))
+            .await
+            .expect("store"),
+    );
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
+    let engine = engine();
+    let worker = Worker::start(queue, move || {
+        Guard::from_dir(engine, &prompts)
+            .map(|(guard, _)| guard)
+            .map_err(|e| e.to_string())
+    });
+    let state = Arc::new(AppState::new(worker.clone(), Some(store.clone()), config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address: SocketAddr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        axum::serve(listener, router(state)).await.expect("serve");
+    });
+    // Ready when the model is.
+    for _ in 0..600 {
+        if worker.guard().is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    TestServer {
+        base: format!("http://{address}"),
+        store,
+        _dir: dir,
+    }
+}
