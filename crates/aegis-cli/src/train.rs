@@ -40,6 +40,9 @@ pub struct TrainArgs {
     /// Recompute every message's features instead of reusing cached ones.
     #[arg(long)]
     pub no_cache: bool,
+    /// Where features are cached (default: the platform cache folder, aegis/features).
+    #[arg(long, env = "AEGIS_FEATURE_CACHE")]
+    pub feature_cache: Option<PathBuf>,
     #[command(flatten)]
     pub guard: GuardArgs,
 }
@@ -74,7 +77,13 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         bail!("no row is labelled for {}", keys.join(", "));
     }
 
-    let cache = (!args.no_cache).then(|| FeatureCache::new(feature_cache_dir()));
+    let cache = (!args.no_cache).then(|| {
+        FeatureCache::new(
+            args.feature_cache
+                .clone()
+                .unwrap_or_else(default_feature_cache),
+        )
+    });
     let progress = ProgressBar::new(messages.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("reading messages {bar:40} {pos}/{len}  ETA {eta}")
@@ -125,7 +134,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Passed)
 }
 
-fn feature_cache_dir() -> PathBuf {
+fn default_feature_cache() -> PathBuf {
     dirs::cache_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("aegis/features")

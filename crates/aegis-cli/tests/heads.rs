@@ -96,7 +96,7 @@ fn training_is_deterministic_end_to_end() {
         ];
         args.extend_from_slice(extra);
         let result = aegis_command(&args)
-            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
             .output()
             .expect("runs");
         assert!(result.status.success(), "{}", stderr(&result));

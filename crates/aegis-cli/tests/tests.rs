@@ -218,3 +218,10 @@ fn a_missing_model_says_how_to_get_it() {
         stderr(&out)
     );
 }
+
+#[test]
+fn serving_beyond_loopback_needs_a_token() {
+    let out = aegis(&["serve", "--host", "0.0.0.0", "--port", "0", "--no-history"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("give --token"), "{}", stderr(&out));
+}
