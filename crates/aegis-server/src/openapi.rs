@@ -81,7 +81,7 @@ pub fn document() -> Value {
                     "additionalProperties": false,
                     "properties": {
                         "user_id": {"type": "string"},
-                        "question": {"type": "string", "description": "The message to check"}
+                        "question": {"type": "string", "minLength": 1, "pattern": "\\S", "description": "The message to check: not empty or only whitespace"}
                     }
                 },
                 "ValidateResponse": {
@@ -114,10 +114,10 @@ pub fn document() -> Value {
                     "required": ["input"],
                     "properties": {
                         "input": {"oneOf": [
-                            {"type": "string"},
-                            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 32}
+                            {"type": "string", "minLength": 1, "pattern": "\\S"},
+                            {"type": "array", "items": {"type": "string", "minLength": 1, "pattern": "\\S"}, "minItems": 1, "maxItems": 32}
                         ]},
-                        "model": {"type": "string"}
+                        "model": {"type": "string", "nullable": true, "description": "Accepted for compatibility; the loaded model answers"}
                     }
                 },
                 "ModerationResponse": {
