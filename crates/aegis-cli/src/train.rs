@@ -196,10 +196,7 @@ fn auc(m: Option<&CvMetrics>) -> String {
 
 fn print_report(t: &ValidatorTraining, kinds: &[FeatureKind]) {
     let chosen = &t.head.training;
-    let mut languages: Vec<&String> = vec![];
-    for (language, _) in &t.prompt.by_language {
-        languages.push(language);
-    }
+    let languages: Vec<&String> = t.prompt.by_language.keys().collect();
     let all = "all".to_string();
     for language in std::iter::once(&all).chain(languages) {
         let pick = |overall: &CvMetrics, by: &std::collections::BTreeMap<String, CvMetrics>| {

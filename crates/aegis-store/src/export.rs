@@ -52,7 +52,7 @@ impl Store {
                 .map_err(|e| self.sql(e))?
         };
         enum Sink<'a> {
-            Csv(csv::Writer<&'a mut (dyn Write + Send)>),
+            Csv(Box<csv::Writer<&'a mut (dyn Write + Send)>>),
             Jsonl(&'a mut (dyn Write + Send)),
         }
         let mut sink = match format {
@@ -79,7 +79,7 @@ impl Store {
                     header.push(format!("passed_{key}"));
                 }
                 w.write_record(&header).map_err(|e| export_err(&e))?;
-                Sink::Csv(w)
+                Sink::Csv(Box::new(w))
             }
             ExportFormat::Jsonl => Sink::Jsonl(out),
         };
