@@ -173,6 +173,10 @@ async fn moderations_speak_openais_shape() {
     assert_eq!(list.len(), 4);
     assert_eq!(list[0]["key"], "spam");
     assert_eq!(list[0]["content_hash"].as_str().map(str::len), Some(64));
+    assert!(
+        list.iter().all(|v| v["scored_by"] == "head"),
+        "the shipped heads score /validate: {list:?}"
+    );
 
     let doc: Value = client
         .get(server.url("/openapi.json"))

@@ -91,7 +91,25 @@ impl Store {
             .execute(&writer)
             .await
             .map_err(|e| classify(path, e))?;
-        MIGRATOR.run(&writer).await.map_err(|e| match e {
+        // SQLite's migrator takes no lock, so two programs opening a new database at once would
+        // both create the tables. A lock file beside the database serialises migration.
+        let lock_path = path.with_extension("db-migrate-lock");
+        // Waiting for the lock blocks, so it waits off the async runtime's threads.
+        let locking = lock_path.clone();
+        let lock = tokio::task::spawn_blocking(move || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&locking)
+                .and_then(|file| file.lock().map(|()| file))
+        })
+        .await
+        .map_err(|e| open_err(e.to_string()))?
+        .map_err(|e| open_err(format!("cannot lock {}: {e}", lock_path.display())))?;
+        let migrated = MIGRATOR.run(&writer).await;
+        drop(lock);
+        migrated.map_err(|e| match e {
             MigrateError::VersionMissing(version) => StoreError::NewerSchema {
                 path: path.to_path_buf(),
                 version,

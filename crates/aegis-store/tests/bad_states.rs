@@ -94,3 +94,18 @@ async fn a_folder_in_place_of_the_file_is_refused() {
     let err = Store::open(dir.path()).await.unwrap_err().to_string();
     assert!(err.contains("it is not a file"), "{err}");
 }
+
+#[tokio::test]
+async fn programs_opening_a_new_database_at_once_migrate_it_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("history.db");
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let path = path.clone();
+            tokio::spawn(async move { Store::open(&path).await })
+        })
+        .collect();
+    for open in opens {
+        open.await.expect("task").expect("every opener succeeds");
+    }
+}
