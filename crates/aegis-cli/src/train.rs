@@ -11,6 +11,7 @@ use aegis_heads::{CvMetrics, FeatureKind, TrainOptions};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::history_cmd::DbArgs;
 use crate::options::GuardArgs;
 use crate::ExitStatus;
 
@@ -19,8 +20,13 @@ pub struct TrainArgs {
     /// Validators to train (default: every one with labels in the data).
     pub validators: Vec<String>,
     /// Labelled messages, JSONL: {"text", "lang", "labels": {"spam": true|false|null, ...}}.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "from_reviews")]
     pub data: Vec<PathBuf>,
+    /// Add reviewers' decisions from history: an overturn flips the guard's result into the label.
+    #[arg(long)]
+    pub from_reviews: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
     /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
     #[arg(long)]
     pub exclude_source: Vec<String>,
@@ -52,7 +58,12 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         "auto" => FeatureKind::ALL.to_vec(),
         other => vec![other.parse().map_err(anyhow::Error::msg)?],
     };
-    let messages = read_messages(&args.data, &args.exclude_source)?;
+    let mut messages = read_messages(&args.data, &args.exclude_source)?;
+    if args.from_reviews {
+        let reviewed = reviewed_messages(&args.db)?;
+        eprintln!("{} reviewed messages from history", reviewed.len());
+        messages.extend(reviewed);
+    }
     let guard = args.guard.load()?;
     let keys: Vec<String> = if args.validators.is_empty() {
         guard
@@ -132,6 +143,26 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Passed)
+}
+
+fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let examples = runtime.block_on(async {
+        let store = db.open().await?;
+        let examples = store.reviewed_examples().await;
+        store.close().await;
+        anyhow::Ok(examples?)
+    })?;
+    Ok(examples
+        .into_iter()
+        .map(|e| LabelledMessage {
+            id: Some(format!("review:{}", e.verdict_id)),
+            text: e.text,
+            lang: Some(e.language),
+            labels: e.labels,
+            source: Some("review".into()),
+        })
+        .collect())
 }
 
 fn default_feature_cache() -> PathBuf {

@@ -111,3 +111,64 @@ fn training_is_deterministic_end_to_end() {
     assert_eq!(head["training"]["rows"], 12);
     assert_eq!(head["weights"].as_array().map(Vec::len), Some(640));
 }
+
+#[test]
+fn reviews_join_the_training_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("h.db");
+    let db_arg = db.to_str().expect("path");
+    let checked = aegis(&[
+        "check",
+        "--db",
+        db_arg,
+        "--json",
+        "Kamu jelek sekali hari ini",
+    ]);
+    assert!(
+        checked.status.code().is_some_and(|c| c < 2),
+        "{}",
+        stderr(&checked)
+    );
+    let review = aegis(&[
+        "history",
+        "--db",
+        db_arg,
+        "review",
+        "1",
+        "--overturn",
+        "--validator",
+        "toxic=overturn",
+        "--reviewer",
+        "rina",
+    ]);
+    assert!(review.status.success(), "{}", stderr(&review));
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let out = aegis_command(&[
+        "train",
+        "toxic",
+        "--data",
+        data.to_str().expect("path"),
+        "--from-reviews",
+        "--db",
+        db_arg,
+        "--folds",
+        "3",
+        "--dry-run",
+    ])
+    .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
+    .output()
+    .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1 reviewed messages from history"),
+        "{}",
+        stderr(&out)
+    );
+    let all = stdout(&out)
+        .lines()
+        .find(|l| l.starts_with("toxic") && l.contains(" all "))
+        .map(str::to_string)
+        .expect("the report has a toxic/all line");
+    let rows: Vec<&str> = all.split_whitespace().collect();
+    assert_eq!(rows[2], "13", "12 fixture rows and the reviewed one: {all}");
+}

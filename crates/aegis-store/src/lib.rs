@@ -23,5 +23,5 @@ pub use query::{
     Cursor, DailyCount, HistoryPage, HistoryRow, StoredResult, TemplateRecord, VerdictDetail,
 };
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
-pub use reviews::{Decision, NewReview, Review};
+pub use reviews::{review_labels, Decision, NewReview, Review, ReviewedExample};
 pub use time::{format_millis, now_millis, parse_day};

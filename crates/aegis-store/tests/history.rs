@@ -605,3 +605,65 @@ async fn deleting_and_retention() {
     s.set_retention_days(None).await.expect("off");
     assert_eq!(s.retention_days().await.expect("read"), None);
 }
+
+#[tokio::test]
+async fn reviews_become_labels() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let review = |verdict_id, decision, validators: &[(&str, Decision)]| NewReview {
+        verdict_id,
+        reviewer: "rina".into(),
+        decision,
+        validators: validators
+            .iter()
+            .map(|(k, d)| (k.to_string(), *d))
+            .collect(),
+        note: String::new(),
+    };
+    // Failed on toxic and harassment; the reviewer says harassment was wrong.
+    let banter = record(
+        s,
+        "dasar kamu ya",
+        Source::Typed,
+        None,
+        &["toxic", "harassment"],
+    )
+    .await;
+    s.add_review(&review(
+        banter,
+        Decision::Overturn,
+        &[("harassment", Decision::Overturn)],
+    ))
+    .await
+    .expect("review");
+    // Failed on spam; overturned overall: nothing was violated.
+    let fine = record(s, "promo keluarga", Source::Typed, None, &["spam"]).await;
+    s.add_review(&review(fine, Decision::Overturn, &[]))
+        .await
+        .expect("review");
+    // Passed; overturned overall: something was missed, but not which.
+    let missed = record(s, "pesan aneh", Source::Typed, None, &[]).await;
+    s.add_review(&review(missed, Decision::Overturn, &[]))
+        .await
+        .expect("review");
+    // Not reviewed: not data.
+    record(s, "tidak direview", Source::Typed, None, &[]).await;
+
+    let examples = s.reviewed_examples().await.expect("examples");
+    assert_eq!(examples.len(), 3);
+    let labels = |id: i64| {
+        examples
+            .iter()
+            .find(|e| e.verdict_id == id)
+            .expect("example")
+            .labels
+            .clone()
+    };
+    let banter = labels(banter);
+    // Overall overturn with a per-validator decision: only the named validator is judged
+    // directly; the others fall back to the overall decision on a failed verdict (clean).
+    assert_eq!(banter["harassment"], Some(false));
+    assert_eq!(banter["toxic"], Some(false));
+    assert!(labels(fine).values().all(|l| *l == Some(false)));
+    assert!(labels(missed).values().all(Option::is_none));
+}
