@@ -10,7 +10,8 @@ fn aegis(args: &[&str]) -> Output {
     aegis_command(args).output().expect("aegis runs")
 }
 
-/// The binary with a clean environment; history goes to a database private to this test run.
+/// The binary with a clean environment; history goes to a database of its own (tests that read
+/// history pass --db; concurrent writers are the store's own tests).
 fn aegis_command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_aegis"));
     command
@@ -18,15 +19,17 @@ fn aegis_command(args: &[&str]) -> Command {
         .current_dir(repo_root())
         .env_remove("AEGIS_PROMPTS")
         .env_remove("AEGIS_MODEL")
-        .env("AEGIS_DB", shared_db());
+        .env("AEGIS_DB", fresh_db());
     command
 }
 
-fn shared_db() -> PathBuf {
+fn fresh_db() -> PathBuf {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
         .path()
-        .join("history.db")
+        .join(format!("history-{n}.db"))
 }
 
 fn repo_root() -> PathBuf {

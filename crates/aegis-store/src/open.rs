@@ -26,7 +26,9 @@ pub struct StoreOptions {
 impl Default for StoreOptions {
     fn default() -> Self {
         Self {
-            busy_timeout: Duration::from_secs(5),
+            // Generous: on a loaded machine another program's commit plus its WAL checkpoint
+            // (an fsync) can take seconds; failing a verdict's recording for that would be worse.
+            busy_timeout: Duration::from_secs(15),
             readers: 4,
         }
     }
@@ -81,18 +83,9 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(options.busy_timeout);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(connect.clone())
-            .await
-            .map_err(|e| classify(path, e))?;
-        // A damaged file can still "connect"; reading the schema is what finds out.
-        sqlx::query("SELECT count(*) FROM sqlite_master")
-            .execute(&writer)
-            .await
-            .map_err(|e| classify(path, e))?;
-        // SQLite's migrator takes no lock, so two programs opening a new database at once would
-        // both create the tables. A lock file beside the database serialises migration.
+        // Two programs opening a new database at once would race: both switching it to WAL (which
+        // can fail at once, without waiting) and both creating the tables (sqlx's SQLite migrator
+        // takes no lock). A lock file beside the database serialises opening until migrated.
         let lock_path = path.with_extension("db-migrate-lock");
         // Waiting for the lock blocks, so it waits off the async runtime's threads.
         let locking = lock_path.clone();
@@ -107,6 +100,16 @@ impl Store {
         .await
         .map_err(|e| open_err(e.to_string()))?
         .map_err(|e| open_err(format!("cannot lock {}: {e}", lock_path.display())))?;
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(connect.clone())
+            .await
+            .map_err(|e| classify(path, e))?;
+        // A damaged file can still "connect"; reading the schema is what finds out.
+        sqlx::query("SELECT count(*) FROM sqlite_master")
+            .execute(&writer)
+            .await
+            .map_err(|e| classify(path, e))?;
         let migrated = MIGRATOR.run(&writer).await;
         drop(lock);
         migrated.map_err(|e| match e {
