@@ -66,9 +66,6 @@ pub fn load_heads(
             }
         })
         .collect();
-    for warning in &warnings {
-        tracing::warn!(%warning, "head not used");
-    }
     (heads, warnings)
 }
 

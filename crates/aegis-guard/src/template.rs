@@ -225,10 +225,7 @@ pub fn load_validators(dir: &Path) -> Result<LoadedValidators> {
             .and_then(|text| Validator::parse(&path, &text));
         match parsed {
             Ok(v) => validators.push(v),
-            Err(e) => {
-                tracing::warn!(error = %e, "validator template refused");
-                errors.push(e);
-            }
+            Err(e) => errors.push(e),
         }
     }
     validators.sort_by(|a, b| (a.order, &a.key).cmp(&(b.order, &b.key)));

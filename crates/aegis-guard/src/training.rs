@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use aegis_heads::{
-    roc_auc, train, CvMetrics, Example, FeatureKind, Head, ModelBinding, TrainOptions, Trained,
-    TrainingRecord, HEAD_FORMAT,
+    cv_metrics, metrics_by_language, train, CvMetrics, Example, FeatureKind, Head, ModelBinding,
+    TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
 };
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -287,36 +287,10 @@ pub fn train_validator(
 }
 
 fn quality(scores: &[f64], labels: &[bool], languages: &[String]) -> ScoringQuality {
-    let metrics = |scores: &[f64], labels: &[bool]| {
-        let m = aegis_heads::binary_metrics(scores, labels, 0.5);
-        CvMetrics {
-            rows: labels.len(),
-            positives: labels.iter().filter(|&&l| l).count(),
-            roc_auc: roc_auc(scores, labels),
-            precision: m.precision,
-            recall: m.recall,
-            f1: m.f1,
-        }
-    };
-    let mut codes: Vec<&String> = languages.iter().collect();
-    codes.sort();
-    codes.dedup();
-    let by_language = codes
-        .into_iter()
-        .map(|code| {
-            let (s, l): (Vec<f64>, Vec<bool>) = scores
-                .iter()
-                .zip(labels)
-                .zip(languages)
-                .filter(|(_, lang)| *lang == code)
-                .map(|((s, l), _)| (*s, *l))
-                .unzip();
-            (code.clone(), metrics(&s, &l))
-        })
-        .collect();
+    let languages: Vec<&str> = languages.iter().map(String::as_str).collect();
     ScoringQuality {
-        overall: metrics(scores, labels),
-        by_language,
+        overall: cv_metrics(scores, labels),
+        by_language: metrics_by_language(scores, labels, &languages),
     }
 }
 

@@ -119,21 +119,8 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     let bias = (slope * (model.intercept - shift) + offset) as f32;
 
     let cv = cv_metrics(&out_of_fold, &labels);
-    let mut languages: Vec<&str> = examples.iter().map(|e| e.language.as_str()).collect();
-    languages.sort_unstable();
-    languages.dedup();
-    let cv_by_language = languages
-        .into_iter()
-        .map(|language| {
-            let (scores, labels): (Vec<f64>, Vec<bool>) = examples
-                .iter()
-                .zip(&out_of_fold)
-                .filter(|(e, _)| e.language == language)
-                .map(|(e, p)| (*p, e.label))
-                .unzip();
-            (language.to_string(), cv_metrics(&scores, &labels))
-        })
-        .collect();
+    let languages: Vec<&str> = examples.iter().map(|e| e.language.as_str()).collect();
+    let cv_by_language = metrics_by_language(&out_of_fold, &labels, &languages);
     Ok(Trained {
         weights,
         bias,
@@ -145,8 +132,32 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     })
 }
 
+/// [`cv_metrics`] for each language's rows separately.
+pub fn metrics_by_language(
+    scores: &[f64],
+    labels: &[bool],
+    languages: &[&str],
+) -> BTreeMap<String, CvMetrics> {
+    let mut codes: Vec<&str> = languages.to_vec();
+    codes.sort_unstable();
+    codes.dedup();
+    codes
+        .into_iter()
+        .map(|code| {
+            let (s, l): (Vec<f64>, Vec<bool>) = scores
+                .iter()
+                .zip(labels)
+                .zip(languages)
+                .filter(|(_, lang)| **lang == code)
+                .map(|((s, l), _)| (*s, *l))
+                .unzip();
+            (code.to_string(), cv_metrics(&s, &l))
+        })
+        .collect()
+}
+
 /// Metrics of probabilities against labels, at 0.5.
-pub(crate) fn cv_metrics(probabilities: &[f64], labels: &[bool]) -> CvMetrics {
+pub fn cv_metrics(probabilities: &[f64], labels: &[bool]) -> CvMetrics {
     let m = binary_metrics(probabilities, labels, 0.5);
     CvMetrics {
         rows: labels.len(),

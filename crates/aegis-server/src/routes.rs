@@ -44,6 +44,8 @@ pub struct AppState {
     pub store: Option<Arc<Store>>,
     pub config: ServerConfig,
     moderation_ids: AtomicU64,
+    /// The loaded guard's templates as history records them; fixed once the guard is loaded.
+    templates: std::sync::OnceLock<Vec<TemplateContent>>,
 }
 
 impl AppState {
@@ -53,6 +55,7 @@ impl AppState {
             store,
             config,
             moderation_ids: AtomicU64::new(0),
+            templates: std::sync::OnceLock::new(),
         }
     }
 }
@@ -177,7 +180,9 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
         .await
         .map_err(worker_error)?;
     if let (Some(store), Some(guard)) = (&state.store, state.worker.guard()) {
-        let templates: Vec<TemplateContent> = guard.validators().iter().map(Into::into).collect();
+        let templates = state
+            .templates
+            .get_or_init(|| guard.validators().iter().map(Into::into).collect());
         let recorded = store
             .record(&NewVerdict {
                 text,
@@ -185,7 +190,7 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
                 user_id,
                 import: None,
                 verdict: &verdict,
-                templates: &templates,
+                templates,
             })
             .await;
         if let Err(e) = recorded {

@@ -347,7 +347,7 @@ async fn concurrent_writers_lose_nothing() {
     let path = t.path();
     // A second store on the same file stands for a second program (the app beside an import).
     let other = Store::open(&path).await.expect("second handle");
-    let (first, second) = tokio::join!(
+    tokio::join!(
         async {
             for i in 0..60 {
                 record(
@@ -373,7 +373,6 @@ async fn concurrent_writers_lose_nothing() {
             }
         }
     );
-    let _ = (first, second);
     // And tasks sharing one store.
     let store = std::sync::Arc::new(other);
     let handles: Vec<_> = (0..4)
