@@ -10,7 +10,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
-use crate::input::read_rows;
+use aegis_import::read_rows;
 use crate::options::GuardArgs;
 use crate::ExitStatus;
 
@@ -152,7 +152,7 @@ fn print_table(verdict: &Verdict) {
 
 fn check_rows(
     guard: &Guard,
-    rows: Vec<crate::input::Row>,
+    rows: Vec<aegis_import::Row>,
     user_id: &str,
     recorder: Option<&Recorder>,
 ) -> Result<ExitStatus> {

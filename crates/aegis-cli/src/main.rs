@@ -3,7 +3,6 @@
 mod check;
 mod history_cmd;
 mod import;
-mod input;
 mod model_cmd;
 mod options;
 mod serve;

@@ -92,16 +92,66 @@ pub fn default_model_dir() -> PathBuf {
 }
 
 /// How the hub is reached when a hub id is not in the local cache.
-#[derive(Debug, Clone, Default)]
+/// Where a download stands: the file, and bytes so far of its total.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadProgress {
+    pub file: String,
+    pub downloaded: u64,
+    pub total: u64,
+}
+
+/// Called as a hub download advances (the desktop app draws it).
+pub type DownloadListener = std::sync::Arc<dyn Fn(&DownloadProgress) + Send + Sync>;
+
+#[derive(Clone, Default)]
 pub struct HubOptions {
     /// Never touch the network; only the local Hugging Face cache is consulted.
     pub offline: bool,
-    /// Show a progress bar while downloading.
+    /// Show a progress bar on the terminal while downloading.
     pub progress: bool,
+    /// Told of every downloaded chunk, instead of the terminal bar.
+    pub on_download: Option<DownloadListener>,
     /// The Hugging Face cache root (`.../hub`); defaults to `$HF_HOME/hub` or `~/.cache/huggingface/hub`.
     pub cache_dir: Option<PathBuf>,
     /// Hub address; defaults to `$HF_ENDPOINT`, else huggingface.co.
     pub endpoint: Option<String>,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("offline", &self.offline)
+            .field("progress", &self.progress)
+            .field("on_download", &self.on_download.is_some())
+            .field("cache_dir", &self.cache_dir)
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+/// Adapts a listener to hf-hub's progress trait.
+struct ListenerProgress {
+    listener: DownloadListener,
+    state: DownloadProgress,
+}
+
+impl hf_hub::api::Progress for ListenerProgress {
+    fn init(&mut self, size: usize, filename: &str) {
+        self.state = DownloadProgress {
+            file: filename.to_string(),
+            downloaded: 0,
+            total: size as u64,
+        };
+        (self.listener)(&self.state);
+    }
+    fn update(&mut self, size: usize) {
+        self.state.downloaded += size as u64;
+        (self.listener)(&self.state);
+    }
+    fn finish(&mut self) {
+        self.state.downloaded = self.state.total;
+        (self.listener)(&self.state);
+    }
 }
 
 pub fn resolve(spec: &ModelSpec, hub: &HubOptions) -> Result<ResolvedModel> {
@@ -277,7 +327,7 @@ fn download_from_hub(
         .filter(|t| !t.is_empty())
         .or_else(|| cache.token());
     let mut builder = hf_hub::api::sync::ApiBuilder::from_cache(cache)
-        .with_progress(hub.progress)
+        .with_progress(hub.progress && hub.on_download.is_none())
         .with_token(token);
     if let Some(endpoint) = hub
         .endpoint
@@ -287,13 +337,7 @@ fn download_from_hub(
         builder = builder.with_endpoint(endpoint);
     }
     let api = builder.build().map_err(|e| download_error(e.to_string()))?;
-    let hub_repo = match revision {
-        Some(rev) => {
-            hf_hub::Repo::with_revision(repo.to_string(), hf_hub::RepoType::Model, rev.to_string())
-        }
-        None => hf_hub::Repo::model(repo.to_string()),
-    };
-    let api_repo = api.repo(hub_repo);
+    let api_repo = api.repo(api_repo_ref(repo, revision));
     let info = api_repo.info().map_err(|e| {
         download_error(format!(
             "{e} (is the network reachable, and for gated Gemma repos is HF_TOKEN set with the licence accepted?)"
@@ -309,11 +353,25 @@ fn download_from_hub(
     let mut local = Vec::new();
     for file in &pick {
         tracing::info!(repo, file, "downloading");
-        local.push(
-            api_repo
-                .get(file)
-                .map_err(|e| download_error(format!("{file}: {e}")))?,
-        );
+        let cached = hf_hub::Cache::new(cache_dir.to_path_buf())
+            .repo(api_repo_ref(repo, revision))
+            .get(file);
+        let path = match (cached, &hub.on_download) {
+            (Some(path), _) => Ok(path),
+            (None, Some(listener)) => api_repo.download_with_progress(
+                file,
+                ListenerProgress {
+                    listener: listener.clone(),
+                    state: DownloadProgress {
+                        file: file.clone(),
+                        downloaded: 0,
+                        total: 0,
+                    },
+                },
+            ),
+            (None, None) => api_repo.get(file),
+        };
+        local.push(path.map_err(|e| download_error(format!("{file}: {e}")))?);
     }
     let snapshot = local
         .first()
@@ -325,6 +383,15 @@ fn download_from_hub(
         weights: weights_in_dir(&snapshot)?,
         tokenizer: tokenizer_beside(&snapshot)?,
     })
+}
+
+fn api_repo_ref(repo: &str, revision: Option<&str>) -> hf_hub::Repo {
+    match revision {
+        Some(rev) => {
+            hf_hub::Repo::with_revision(repo.to_string(), hf_hub::RepoType::Model, rev.to_string())
+        }
+        None => hf_hub::Repo::model(repo.to_string()),
+    }
 }
 
 /// Which files of a hub repository make a usable text model. Prefers safetensors (full precision)

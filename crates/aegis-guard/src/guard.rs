@@ -15,6 +15,7 @@ use crate::template::{load_validators, LoadedValidators, Validator};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Status {
     Passed,
     Failed,
@@ -32,6 +33,7 @@ impl Status {
 /// What decided a validator's score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum ScoreSource {
     /// The prompt's P(Yes).
     Prompt,
@@ -40,6 +42,7 @@ pub enum ScoreSource {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ValidatorResult {
     pub key: String,
     pub name: String,
@@ -58,18 +61,21 @@ pub struct ValidatorResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TemplateVersion {
     pub key: String,
     pub content_hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelRef {
     pub id: String,
     pub content_hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Verdict {
     pub status: Status,
     /// "aman" when every validator passed, else the failed keys joined by ", " (original API).
@@ -99,6 +105,8 @@ pub struct Guard {
     /// One slot per validator.
     heads: Vec<Option<Head>>,
     rejection: RejectionMode,
+    /// Rejection messages in this language, whatever the message's; detected when `None`.
+    language: Option<Language>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -118,6 +126,7 @@ impl Guard {
             model,
             validators,
             rejection: RejectionMode::default(),
+            language: None,
         }
     }
 
@@ -160,6 +169,32 @@ impl Guard {
         Ok(self)
     }
 
+    /// This guard with `edited` in place of the validator with its key (added when new): an edited
+    /// template tried before it is saved. Heads whose template no longer matches are left out.
+    pub fn with_validator(&self, edited: Validator) -> Self {
+        let mut validators = self.validators.clone();
+        match validators.iter().position(|v| v.key == edited.key) {
+            Some(slot) => validators[slot] = edited,
+            None => validators.push(edited),
+        }
+        let heads = validators
+            .iter()
+            .map(|v| {
+                let old = self.validators.iter().position(|o| o.key == v.key)?;
+                self.heads[old]
+                    .clone()
+                    .filter(|h| check_binding(h, v, &validators, self.model.info()).is_ok())
+            })
+            .collect();
+        Self {
+            model: self.model.clone(),
+            validators,
+            heads,
+            rejection: self.rejection,
+            language: self.language,
+        }
+    }
+
     /// The head scoring each validator, in validator order.
     pub fn heads(&self) -> &[Option<Head>] {
         &self.heads
@@ -167,6 +202,12 @@ impl Guard {
 
     pub fn with_rejection(mut self, mode: RejectionMode) -> Self {
         self.rejection = mode;
+        self
+    }
+
+    /// Writes rejection messages in `language` instead of the message's own (`None`: detect).
+    pub fn with_language(mut self, language: Option<Language>) -> Self {
+        self.language = language;
         self
     }
 
@@ -236,7 +277,7 @@ impl Guard {
             .filter(|(_, r)| !r.passed)
             .map(|(v, _)| v)
             .collect();
-        let language = Language::detect(text);
+        let language = self.language.unwrap_or_else(|| Language::detect(text));
         let (status, case, rejection_message) = if failed.is_empty() {
             (Status::Passed, "aman".to_string(), String::new())
         } else {

@@ -4,6 +4,7 @@ use whatlang::{Detector, Lang};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Language {
     Indonesian,
     English,

@@ -10,4 +10,4 @@ mod worker;
 
 pub use error::ApiError;
 pub use routes::{router, AppState, ServerConfig};
-pub use worker::{ModelStatus, Worker, WorkerError};
+pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aegis_guard::{ChatResponse, GuardError, ValidateResponse, Verdict};
-use aegis_store::{NewVerdict, Source, Store, TemplateContent};
+use aegis_store::{NewVerdict, Source, Store};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
-use crate::worker::{ModelStatus, Worker, WorkerError};
+use crate::worker::{Checked, ModelStatus, Worker, WorkerError};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -44,8 +44,6 @@ pub struct AppState {
     pub store: Option<Arc<Store>>,
     pub config: ServerConfig,
     moderation_ids: AtomicU64,
-    /// The loaded guard's templates as history records them; fixed once the guard is loaded.
-    templates: std::sync::OnceLock<Vec<TemplateContent>>,
 }
 
 impl AppState {
@@ -55,7 +53,6 @@ impl AppState {
             store,
             config,
             moderation_ids: AtomicU64::new(0),
-            templates: std::sync::OnceLock::new(),
         }
     }
 }
@@ -174,15 +171,12 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
             GuardError::EmptyText.to_string(),
         ));
     }
-    let verdict = state
+    let Checked { verdict, templates } = state
         .worker
         .check(text.to_string())
         .await
         .map_err(worker_error)?;
-    if let (Some(store), Some(guard)) = (&state.store, state.worker.guard()) {
-        let templates = state
-            .templates
-            .get_or_init(|| guard.validators().iter().map(Into::into).collect());
+    if let Some(store) = &state.store {
         let recorded = store
             .record(&NewVerdict {
                 text,
@@ -190,7 +184,7 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
                 user_id,
                 import: None,
                 verdict: &verdict,
-                templates,
+                templates: &templates,
             })
             .await;
         if let Err(e) = recorded {

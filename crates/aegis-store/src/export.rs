@@ -127,7 +127,7 @@ fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
         row.rejection_message.clone(),
         row.model_id.clone(),
         format!("{:.1}", row.latency_ms),
-        row.reviews.to_string(),
+        row.review_count.to_string(),
     ];
     for key in keys {
         match row.results.iter().find(|r| &r.key == key) {

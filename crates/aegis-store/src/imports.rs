@@ -87,4 +87,51 @@ impl Store {
         .await
         .map_err(|e| self.sql(e))
     }
+
+    /// Per validator, how many of a batch's messages it failed and its scores in ten bins
+    /// ([0, 0.1), …, [0.9, 1]): the summary an import ends with, whole even after a resume.
+    pub async fn import_tally(&self, batch_id: i64) -> Result<Vec<ValidatorTally>> {
+        let bins: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT r.validator_key, min(CAST(r.score * 10 AS INTEGER), 9) AS bin,
+                    count(*), sum(1 - r.passed)
+             FROM validator_results r
+             JOIN verdicts v ON v.id = r.verdict_id
+             JOIN messages m ON m.id = v.message_id
+             WHERE m.import_batch_id = ?
+             GROUP BY r.validator_key, bin
+             ORDER BY min(r.position), r.validator_key",
+        )
+        .bind(batch_id)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(|e| self.sql(e))?;
+        let mut tallies: Vec<ValidatorTally> = Vec::new();
+        for (key, bin, count, failed) in bins {
+            let index = match tallies.iter().position(|t| t.key == key) {
+                Some(i) => i,
+                None => {
+                    tallies.push(ValidatorTally {
+                        key,
+                        failed: 0,
+                        histogram: [0; 10],
+                    });
+                    tallies.len() - 1
+                }
+            };
+            let tally = &mut tallies[index];
+            tally.failed += failed as u64;
+            tally.histogram[bin.clamp(0, 9) as usize] += count as u64;
+        }
+        Ok(tallies)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ValidatorTally {
+    pub key: String,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub failed: u64,
+    #[cfg_attr(feature = "ts", ts(type = "number[]"))]
+    pub histogram: [u64; 10],
 }

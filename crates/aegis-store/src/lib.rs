@@ -10,6 +10,7 @@ mod filter;
 mod imports;
 mod open;
 mod query;
+mod queue;
 mod record;
 mod reviews;
 mod time;
@@ -17,11 +18,12 @@ mod time;
 pub use error::{Result, StoreError};
 pub use export::ExportFormat;
 pub use filter::{HistoryFilter, ScoreRange};
-pub use imports::ImportBatch;
+pub use imports::{ImportBatch, ValidatorTally};
 pub use open::{Store, StoreOptions};
 pub use query::{
     Cursor, DailyCount, HistoryPage, HistoryRow, StoredResult, TemplateRecord, VerdictDetail,
 };
+pub use queue::{ReviewQueue, TemplateSave};
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
 pub use reviews::{review_labels, Decision, NewReview, Review, ReviewedExample};
 pub use time::{format_millis, now_millis, parse_day};

@@ -12,6 +12,7 @@ use crate::reviews::Review;
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct StoredResult {
     pub key: String,
     pub score: f64,
@@ -25,10 +26,14 @@ pub struct StoredResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct HistoryRow {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub verdict_id: i64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub message_id: i64,
     /// Unix milliseconds.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub created_at: i64,
     pub text: String,
     pub source: String,
@@ -40,14 +45,18 @@ pub struct HistoryRow {
     pub model_id: String,
     pub model_hash: String,
     pub latency_ms: f64,
-    pub reviews: i64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub review_count: i64,
     pub results: Vec<StoredResult>,
 }
 
 /// Position in the newest-first order; the next page starts after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Cursor {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub created_at: i64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub verdict_id: i64,
 }
 
@@ -72,6 +81,7 @@ impl std::str::FromStr for Cursor {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct HistoryPage {
     pub rows: Vec<HistoryRow>,
     /// Present when more rows may follow.
@@ -79,6 +89,7 @@ pub struct HistoryPage {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TemplateRecord {
     pub key: String,
     pub content_hash: String,
@@ -86,6 +97,7 @@ pub struct TemplateRecord {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct VerdictDetail {
     #[serde(flatten)]
     pub row: HistoryRow,
@@ -95,11 +107,14 @@ pub struct VerdictDetail {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DailyCount {
     /// `YYYY-MM-DD`, UTC.
     pub day: String,
     pub validator: String,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub checked: i64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub failed: i64,
 }
 
@@ -342,7 +357,7 @@ fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx
         model_id: r.try_get(10)?,
         model_hash: r.try_get(11)?,
         latency_ms: r.try_get(12)?,
-        reviews: r.try_get(13)?,
+        review_count: r.try_get(13)?,
         results: Vec::new(),
     })
 }

@@ -10,6 +10,7 @@ use crate::time::now_millis;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Decision {
     Agree,
     Overturn,
@@ -48,12 +49,15 @@ pub struct NewReview {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Review {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub id: i64,
     pub reviewer: String,
     pub decision: Decision,
     pub validators: BTreeMap<String, Decision>,
     pub note: String,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub created_at: i64,
 }
 

@@ -467,7 +467,7 @@ async fn one_verdict_in_full_with_templates_and_reviews() {
     let detail = t.store.get(id).await.expect("get").expect("exists");
     assert_eq!(detail.reviews.len(), 1);
     assert_eq!(detail.reviews[0].validators["toxic"], Decision::Agree);
-    assert_eq!(detail.row.reviews, 1);
+    assert_eq!(detail.row.review_count, 1);
 }
 
 #[tokio::test]

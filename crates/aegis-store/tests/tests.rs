@@ -4,3 +4,4 @@ mod bad_states;
 mod common;
 mod history;
 mod imports;
+mod queue;

@@ -1,9 +1,102 @@
 //! Messages from a file: `.txt` (one a line), `.csv` (a text column), `.jsonl` (`text` or
 //! `question`). A bad row is reported with its line number and the rest go on.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0} is not UTF-8 text")]
+    NotUtf8(PathBuf),
+    #[error("{path}: unsupported file type {extension:?}; use .txt (one message a line), .csv or .jsonl")]
+    UnsupportedType { path: PathBuf, extension: String },
+    #[error("{path}: cannot read the CSV header: {message}")]
+    CsvHeader { path: PathBuf, message: String },
+    #[error("{path}: no column {wanted}; the header has: {found}")]
+    NoColumn {
+        path: PathBuf,
+        wanted: String,
+        found: String,
+    },
+}
+
+pub type Result<T, E = ReadError> = std::result::Result<T, E>;
+
+/// A file of messages, read once: its rows and what identifies its content.
+#[derive(Debug, Clone)]
+pub struct MessageFile {
+    pub path: PathBuf,
+    pub file_name: String,
+    /// sha256 of the bytes, plus the CSV column when one was chosen: the same file imported again
+    /// resumes its batch, while the same file with another column is a different import.
+    pub identity: String,
+    pub rows: Vec<Row>,
+}
+
+impl MessageFile {
+    pub fn read(path: &Path, column: Option<&str>) -> Result<Self> {
+        let bytes = read_bytes(path)?;
+        let sha: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let rows = parse_rows(path, bytes, column)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file_name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            identity: match column {
+                Some(column) if extension(path) == "csv" => format!("{sha}:{column}"),
+                _ => sha,
+            },
+            rows,
+        })
+    }
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn extension(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_lowercase)
+        .unwrap_or_default()
+}
+
+/// A CSV file's header, for choosing the text column; `None` for TXT and JSONL, which have none.
+pub fn csv_columns(path: &Path) -> Result<Option<Vec<String>>> {
+    match extension(path).as_str() {
+        "csv" => {
+            let bytes = read_bytes(path)?;
+            let mut reader = csv::ReaderBuilder::new()
+                .flexible(true)
+                .from_reader(bytes.as_slice());
+            let headers = reader.headers().map_err(|e| ReadError::CsvHeader {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+            Ok(Some(headers.iter().map(|h| h.trim().to_string()).collect()))
+        }
+        "txt" | "jsonl" | "ndjson" => Ok(None),
+        other => Err(ReadError::UnsupportedType {
+            path: path.to_path_buf(),
+            extension: other.to_string(),
+        }),
+    }
+}
 
 /// One row of input: its line number and either the text or why it is unusable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,24 +106,23 @@ pub struct Row {
 }
 
 pub fn read_rows(path: &Path, column: Option<&str>) -> Result<Vec<Row>> {
-    let extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_lowercase)
-        .unwrap_or_default();
-    let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let content =
-        String::from_utf8(raw).with_context(|| format!("{} is not UTF-8 text", path.display()))?;
+    parse_rows(path, read_bytes(path)?, column)
+}
+
+fn parse_rows(path: &Path, raw: Vec<u8>, column: Option<&str>) -> Result<Vec<Row>> {
+    let extension = extension(path);
+    if !matches!(extension.as_str(), "txt" | "jsonl" | "ndjson" | "csv") {
+        return Err(ReadError::UnsupportedType {
+            path: path.to_path_buf(),
+            extension,
+        });
+    }
+    let content = String::from_utf8(raw).map_err(|_| ReadError::NotUtf8(path.to_path_buf()))?;
     let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
     match extension.as_str() {
         "txt" => Ok(txt_rows(content)),
-        "jsonl" | "ndjson" => Ok(jsonl_rows(content)),
         "csv" => csv_rows(path, content, column),
-        other => bail!(
-            "{}: unsupported file type {:?}; use .txt (one message a line), .csv or .jsonl",
-            path.display(),
-            other
-        ),
+        _ => Ok(jsonl_rows(content)),
     }
 }
 
@@ -83,7 +175,10 @@ fn csv_rows(path: &Path, content: &str, column: Option<&str>) -> Result<Vec<Row>
         .from_reader(content.as_bytes());
     let headers = reader
         .headers()
-        .with_context(|| format!("{}: cannot read the CSV header", path.display()))?
+        .map_err(|e| ReadError::CsvHeader {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?
         .clone();
     let index = match column {
         Some(name) => headers.iter().position(|h| h.trim() == name),
@@ -93,14 +188,13 @@ fn csv_rows(path: &Path, content: &str, column: Option<&str>) -> Result<Vec<Row>
             .or_else(|| headers.iter().position(|h| h.trim() == "question")),
     };
     let Some(index) = index else {
-        bail!(
-            "{}: no column {}; the header has: {}",
-            path.display(),
-            column
+        return Err(ReadError::NoColumn {
+            path: path.to_path_buf(),
+            wanted: column
                 .map(|c| format!("{c:?}"))
                 .unwrap_or_else(|| "\"text\" or \"question\"".to_string()),
-            headers.iter().collect::<Vec<_>>().join(", ")
-        );
+            found: headers.iter().collect::<Vec<_>>().join(", "),
+        });
     };
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
@@ -126,15 +220,43 @@ fn csv_rows(path: &Path, content: &str, column: Option<&str>) -> Result<Vec<Row>
 mod tests {
     use super::*;
 
+    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
     fn rows(name: &str, content: &str, column: Option<&str>) -> Result<Vec<Row>> {
-        let dir = tempfile::tempdir()?;
+        let dir = tempfile::tempdir().map_err(|source| ReadError::Io {
+            path: name.into(),
+            source,
+        })?;
         let path = dir.path().join(name);
-        std::fs::write(&path, content)?;
+        std::fs::write(&path, content).map_err(|source| ReadError::Io {
+            path: path.clone(),
+            source,
+        })?;
         read_rows(&path, column)
     }
 
     #[test]
-    fn reads_jsonl_and_reports_bad_lines() -> Result<()> {
+    fn lists_csv_columns_and_identifies_by_content_and_column() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("m.csv");
+        std::fs::write(&path, "id, text ,label\n1,halo,0\n")?;
+        assert_eq!(
+            csv_columns(&path)?,
+            Some(vec!["id".into(), "text".into(), "label".into()])
+        );
+        let by_text = MessageFile::read(&path, Some("text"))?;
+        let by_label = MessageFile::read(&path, Some("label"))?;
+        assert_ne!(by_text.identity, by_label.identity);
+        assert_eq!(by_text.file_name, "m.csv");
+        assert_eq!(by_label.rows[0].text, Ok("0".into()));
+        let txt = dir.path().join("m.txt");
+        std::fs::write(&txt, "a\n")?;
+        assert_eq!(csv_columns(&txt)?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn reads_jsonl_and_reports_bad_lines() -> TestResult {
         let got = rows(
             "m.jsonl",
             "{\"text\":\"halo\"}\nnot json\n\n{\"id\":1}\n{\"question\":\"  \"}\n{\"text\":3}\n",
@@ -159,7 +281,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_csv_columns_by_name() -> Result<()> {
+    fn reads_csv_columns_by_name() -> TestResult {
         let got = rows("m.csv", "id,question\n1,\"halo, apa kabar\"\n2,\n", None)?;
         assert_eq!(
             got[0],
@@ -186,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_txt_lines_and_refuses_unknown_types() -> Result<()> {
+    fn reads_txt_lines_and_refuses_unknown_types() -> TestResult {
         let got = rows("m.txt", "one\n\n two \n", None)?;
         assert_eq!(
             got,

@@ -1,0 +1,178 @@
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use aegis_guard::Verdict;
+use aegis_store::{ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally};
+use serde::Serialize;
+
+use crate::read::MessageFile;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Store(#[from] aegis_store::StoreError),
+    /// The guard cannot go on (the model stopped); rows done so far are kept and a rerun resumes.
+    #[error("the import stopped at line {line}: {message}")]
+    Stopped { line: u64, message: String },
+}
+
+/// A row the guard checked: its verdict and the templates that produced it.
+pub type RowChecked = (Verdict, Arc<[TemplateContent]>);
+
+/// Why a row has no verdict.
+#[derive(Debug, Clone)]
+pub enum CheckFailure {
+    /// The row itself is unusable (too long for the model, say): skipped, the import goes on.
+    BadRow(String),
+    /// The guard cannot go on: the import stops and can be resumed.
+    Fatal(String),
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ImportProgress {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub batch_id: i64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub total_rows: u64,
+    /// Rows handled, including those an earlier run did.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub rows_done: u64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub recorded: u64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub bad_rows: u64,
+    /// Rows handled by this run per second.
+    pub rows_per_second: f64,
+    pub eta_seconds: Option<f64>,
+    /// The last unusable row: its line and why.
+    #[cfg_attr(feature = "ts", ts(type = "[number, string] | null"))]
+    pub last_problem: Option<(u64, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ImportSummary {
+    pub progress: ImportProgress,
+    /// Every row is handled.
+    pub complete: bool,
+    pub cancelled: bool,
+    /// The file was imported before; nothing was run.
+    pub already_done: bool,
+    pub tallies: Vec<ValidatorTally>,
+}
+
+/// Runs every row of `file` not yet handled through `check` and records it, in row order.
+/// Progress is reported after every row; `cancel` is honoured between rows, and whatever was
+/// recorded stays recorded, so the next call with the same file resumes after it.
+pub async fn import_file<C, F>(
+    store: &Store,
+    file: &MessageFile,
+    user_id: Option<&str>,
+    mut check: C,
+    mut on_progress: impl FnMut(&ImportProgress),
+    cancel: &AtomicBool,
+) -> Result<ImportSummary, ImportError>
+where
+    C: FnMut(String) -> F,
+    F: Future<Output = Result<RowChecked, CheckFailure>>,
+{
+    let batch = store
+        .begin_import(&file.file_name, &file.identity, file.rows.len() as i64)
+        .await?;
+    let mut progress = initial_progress(&batch);
+    if batch.is_done() {
+        return summary(store, progress, true, false, true).await;
+    }
+    if batch.rows_done > 0 {
+        tracing::info!(batch = batch.id, after_line = batch.last_row, "resuming an import");
+    }
+    on_progress(&progress);
+    let started = Instant::now();
+    let done_before = progress.rows_done;
+    for row in file.rows.iter().filter(|r| r.line as i64 > batch.last_row) {
+        if cancel.load(Ordering::Relaxed) {
+            return summary(store, progress, false, true, false).await;
+        }
+        let at = ImportRow {
+            batch_id: batch.id,
+            row: row.line as i64,
+        };
+        let outcome = match &row.text {
+            Err(problem) => Err(problem.clone()),
+            Ok(text) => match check(text.clone()).await {
+                Ok(checked) => Ok((text, checked)),
+                Err(CheckFailure::BadRow(problem)) => Err(problem),
+                Err(CheckFailure::Fatal(message)) => {
+                    return Err(ImportError::Stopped {
+                        line: row.line,
+                        message,
+                    })
+                }
+            },
+        };
+        match outcome {
+            Ok((text, (verdict, templates))) => {
+                store
+                    .record(&NewVerdict {
+                        text,
+                        source: Source::Import,
+                        user_id,
+                        import: Some(at),
+                        verdict: &verdict,
+                        templates: &templates,
+                    })
+                    .await?;
+                progress.recorded += 1;
+            }
+            Err(problem) => {
+                store.skip_import_row(at).await?;
+                progress.bad_rows += 1;
+                progress.last_problem = Some((row.line, problem));
+            }
+        }
+        progress.rows_done += 1;
+        let this_run = (progress.rows_done - done_before) as f64;
+        let seconds = started.elapsed().as_secs_f64().max(1e-3);
+        progress.rows_per_second = this_run / seconds;
+        progress.eta_seconds = Some(
+            (progress.total_rows.saturating_sub(progress.rows_done)) as f64
+                / progress.rows_per_second.max(1e-9),
+        );
+        on_progress(&progress);
+    }
+    store.finish_import(batch.id).await?;
+    summary(store, progress, true, false, false).await
+}
+
+fn initial_progress(batch: &ImportBatch) -> ImportProgress {
+    ImportProgress {
+        batch_id: batch.id,
+        total_rows: batch.total_rows.max(0) as u64,
+        rows_done: batch.rows_done.max(0) as u64,
+        recorded: 0,
+        bad_rows: 0,
+        rows_per_second: 0.0,
+        eta_seconds: None,
+        last_problem: None,
+    }
+}
+
+async fn summary(
+    store: &Store,
+    progress: ImportProgress,
+    complete: bool,
+    cancelled: bool,
+    already_done: bool,
+) -> Result<ImportSummary, ImportError> {
+    let tallies = store.import_tally(progress.batch_id).await?;
+    Ok(ImportSummary {
+        progress,
+        complete,
+        cancelled,
+        already_done,
+        tallies,
+    })
+}

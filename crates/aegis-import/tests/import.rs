@@ -1,0 +1,150 @@
+//! The import loop on a real SQLite history, with a stand-in for the guard (the CLI's and the
+//! app's tests run the real model through it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use aegis_guard::{Language, ModelRef, ScoreSource, Status, ValidatorResult, Verdict};
+use aegis_import::{import_file, CheckFailure, ImportError, MessageFile, RowChecked};
+use aegis_store::{HistoryFilter, Store, TemplateContent};
+
+fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
+    if text.contains("too long") {
+        return Err(CheckFailure::BadRow("the text is too long".into()));
+    }
+    let flagged = text.contains("promo");
+    let score = if flagged { 0.95 } else { 0.05 };
+    let verdict = Verdict {
+        status: if flagged { Status::Failed } else { Status::Passed },
+        case: if flagged { "spam".into() } else { "aman".into() },
+        results: vec![ValidatorResult {
+            key: "spam".into(),
+            name: "Spam".into(),
+            score,
+            prompt_score: score,
+            learned_score: None,
+            decided_by: ScoreSource::Prompt,
+            threshold: 0.5,
+            passed: !flagged,
+            latency_ms: 1.0,
+        }],
+        rejection_message: String::new(),
+        language: Language::Indonesian,
+        model: ModelRef {
+            id: "stand-in".into(),
+            content_hash: "0".into(),
+        },
+        templates: vec![aegis_guard::TemplateVersion {
+            key: "spam".into(),
+            content_hash: "t1".into(),
+        }],
+        latency_ms: 1.0,
+    };
+    let templates: Arc<[TemplateContent]> = Arc::new([TemplateContent {
+        key: "spam".into(),
+        content_hash: "t1".into(),
+        content: "template".into(),
+    }]);
+    Ok((verdict, templates))
+}
+
+#[tokio::test]
+async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("store");
+    let path = dir.path().join("pesan.csv");
+    std::fs::write(
+        &path,
+        "id,text\n1,halo\n2,promo gratis\n3,\n4,too long\n5,promo lagi\n",
+    )
+    .expect("write");
+    let file = MessageFile::read(&path, Some("text")).expect("read");
+
+    // Cancel after the second row has been handled.
+    let cancel = AtomicBool::new(false);
+    let mut seen = Vec::new();
+    let first = import_file(
+        &store,
+        &file,
+        None,
+        |text| std::future::ready(checked(&text)),
+        |p| {
+            seen.push(p.rows_done);
+            if p.rows_done == 2 {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+    .await
+    .expect("first run");
+    assert!(first.cancelled && !first.complete);
+    assert_eq!(seen, vec![0, 1, 2]);
+
+    let second = import_file(
+        &store,
+        &file,
+        Some("u1"),
+        |text| std::future::ready(checked(&text)),
+        |_| {},
+        &AtomicBool::new(false),
+    )
+    .await
+    .expect("resume");
+    assert!(second.complete);
+    assert_eq!(second.progress.rows_done, 5);
+    assert_eq!(second.progress.bad_rows, 2, "the empty row and the long one");
+    assert_eq!(
+        second.progress.last_problem,
+        Some((5, "the text is too long".into()))
+    );
+    assert_eq!(store.count(&HistoryFilter::default()).await.expect("count"), 3);
+    assert_eq!(second.tallies.len(), 1);
+    assert_eq!(second.tallies[0].failed, 2);
+
+    let third = import_file(
+        &store,
+        &file,
+        None,
+        |text| std::future::ready(checked(&text)),
+        |_| {},
+        &AtomicBool::new(false),
+    )
+    .await
+    .expect("again");
+    assert!(third.already_done);
+    assert_eq!(store.count(&HistoryFilter::default()).await.expect("count"), 3);
+}
+
+#[tokio::test]
+async fn a_fatal_guard_error_stops_the_import_and_keeps_what_was_done() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("store");
+    let path = dir.path().join("pesan.txt");
+    std::fs::write(&path, "halo\nstop\nlagi\n").expect("write");
+    let file = MessageFile::read(&path, None).expect("read");
+    let stopped = import_file(
+        &store,
+        &file,
+        None,
+        |text| {
+            std::future::ready(if text == "stop" {
+                Err(CheckFailure::Fatal("the model worker has stopped".into()))
+            } else {
+                checked(&text)
+            })
+        },
+        |_| {},
+        &AtomicBool::new(false),
+    )
+    .await;
+    assert!(
+        matches!(stopped, Err(ImportError::Stopped { line: 2, .. })),
+        "{stopped:?}"
+    );
+    assert_eq!(store.count(&HistoryFilter::default()).await.expect("count"), 1);
+}

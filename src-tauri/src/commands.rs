@@ -1,0 +1,152 @@
+//! The window's commands: each one unwraps its arguments, calls the console, and turns errors
+//! into `{kind, message, line}`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use aegis_import::ImportSummary;
+use aegis_store::{Decision, HistoryPage, ReviewQueue, TemplateSave, VerdictDetail};
+use tauri::State;
+
+use crate::console::{
+    AppInfo, CheckResult, Console, FilePreview, HistoryQuery, ModelState, TryRow,
+};
+use crate::error::CommandError;
+use crate::http::HttpStatus;
+use crate::settings::Settings;
+use crate::templates::TemplateFile;
+
+type Console_<'a> = State<'a, Arc<Console>>;
+type Answer<T> = Result<T, CommandError>;
+
+#[tauri::command]
+pub fn app_info(console: Console_<'_>) -> AppInfo {
+    console.app_info()
+}
+
+#[tauri::command]
+pub fn model_state(console: Console_<'_>) -> ModelState {
+    console.model_state()
+}
+
+#[tauri::command]
+pub async fn check(console: Console_<'_>, text: String) -> Answer<CheckResult> {
+    Ok(console.check(text).await?)
+}
+
+#[tauri::command]
+pub fn preview_file(console: Console_<'_>, path: PathBuf) -> Answer<FilePreview> {
+    Ok(console.preview_file(&path)?)
+}
+
+#[tauri::command]
+pub async fn import_file(
+    console: Console_<'_>,
+    import_id: String,
+    path: PathBuf,
+    column: Option<String>,
+) -> Answer<ImportSummary> {
+    Ok(console.import(import_id, &path, column).await?)
+}
+
+#[tauri::command]
+pub fn cancel_import(console: Console_<'_>, import_id: String) -> bool {
+    console.cancel_import(&import_id)
+}
+
+#[tauri::command]
+pub async fn review_queue(console: Console_<'_>, limit: u32) -> Answer<ReviewQueue> {
+    Ok(console.review_queue(limit).await?)
+}
+
+#[tauri::command]
+pub async fn review(
+    console: Console_<'_>,
+    verdict_id: i64,
+    decision: Decision,
+    note: String,
+) -> Answer<i64> {
+    Ok(console.review(verdict_id, decision, note).await?)
+}
+
+#[tauri::command]
+pub async fn undo_review(console: Console_<'_>, review_id: i64) -> Answer<bool> {
+    Ok(console.undo_review(review_id).await?)
+}
+
+#[tauri::command]
+pub async fn history(
+    console: Console_<'_>,
+    query: HistoryQuery,
+    after: Option<String>,
+    limit: u32,
+) -> Answer<HistoryPage> {
+    let after = after
+        .map(|c| c.parse())
+        .transpose()
+        .map_err(|e: aegis_store::StoreError| crate::error::ConsoleError::from(e))?;
+    Ok(console.history(&query, after, limit).await?)
+}
+
+#[tauri::command]
+pub async fn history_count(console: Console_<'_>, query: HistoryQuery) -> Answer<i64> {
+    Ok(console.history_count(&query).await?)
+}
+
+#[tauri::command]
+pub async fn verdict(console: Console_<'_>, verdict_id: i64) -> Answer<VerdictDetail> {
+    Ok(console.verdict(verdict_id).await?)
+}
+
+#[tauri::command]
+pub async fn export_history(
+    console: Console_<'_>,
+    query: HistoryQuery,
+    path: PathBuf,
+) -> Answer<u64> {
+    Ok(console.export(&query, &path).await?)
+}
+
+#[tauri::command]
+pub fn templates(console: Console_<'_>) -> Answer<Vec<TemplateFile>> {
+    Ok(console.templates()?)
+}
+
+#[tauri::command]
+pub async fn save_template(
+    console: Console_<'_>,
+    key: String,
+    content: String,
+) -> Answer<TemplateSave> {
+    Ok(console.save_template(&key, &content).await?)
+}
+
+#[tauri::command]
+pub async fn template_versions(console: Console_<'_>, key: String) -> Answer<Vec<TemplateSave>> {
+    Ok(console.template_versions(&key).await?)
+}
+
+#[tauri::command]
+pub async fn try_template(
+    console: Console_<'_>,
+    key: String,
+    content: String,
+    messages: Vec<String>,
+) -> Answer<Vec<TryRow>> {
+    Ok(console.try_template(&key, &content, messages).await?)
+}
+
+#[tauri::command]
+pub fn settings(console: Console_<'_>) -> Settings {
+    console.settings()
+}
+
+#[tauri::command]
+pub async fn update_settings(console: Console_<'_>, settings: Settings) -> Answer<Settings> {
+    Ok(console.inner().update_settings(settings).await?)
+}
+
+#[tauri::command]
+pub async fn http_status(console: Console_<'_>) -> Answer<HttpStatus> {
+    Ok(console.http_status().await)
+}

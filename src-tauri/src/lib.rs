@@ -1,0 +1,112 @@
+//! AEGIS Console: the desktop app. A thin Tauri shell over `console::Console`, which owns the
+//! guard's worker, history, templates and the optional HTTP endpoint.
+
+mod commands;
+pub mod console;
+pub mod error;
+pub mod http;
+pub mod settings;
+pub mod templates;
+#[cfg(all(test, feature = "ts"))]
+mod bindings;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tauri::{Emitter, Manager};
+
+use crate::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
+
+struct TauriEvents(tauri::AppHandle);
+
+impl EventSink for TauriEvents {
+    fn emit(&self, event: ConsoleEvent) {
+        if let Err(e) = self.0.emit("console", event) {
+            tracing::warn!(error = %e, "an event did not reach the window");
+        }
+    }
+}
+
+/// The shipped templates: `AEGIS_PROMPTS`, else `./prompt_guard`, else the source tree's.
+fn default_prompts_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AEGIS_PROMPTS") {
+        return dir.into();
+    }
+    let local = PathBuf::from("prompt_guard");
+    if local.is_dir() {
+        return local;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prompt_guard")
+}
+
+/// `AEGIS_DATA_DIR`, else the platform's data folder (`~/.local/share/aegis-console` on Linux).
+fn data_dir(app: &tauri::AppHandle) -> PathBuf {
+    std::env::var_os("AEGIS_DATA_DIR")
+        .map(PathBuf::from)
+        .or_else(|| app.path().app_data_dir().ok())
+        .unwrap_or_else(|| PathBuf::from(".aegis-console"))
+}
+
+pub fn run() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,tao=warn,wry=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let launched = std::time::Instant::now();
+    let result = tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
+        .setup(move |app| {
+            let config = ConsoleConfig {
+                data_dir: data_dir(app.handle()),
+                default_prompts_dir: default_prompts_dir(),
+                events: Arc::new(TauriEvents(app.handle().clone())),
+                model_override: std::env::var("AEGIS_MODEL").ok(),
+            };
+            let console = tauri::async_runtime::block_on(Console::start(config))?;
+            app.manage(console);
+            tracing::info!(
+                setup_ms = launched.elapsed().as_secs_f64() * 1e3,
+                "window ready to open"
+            );
+            // Templates edited by another editor reach the guard, and the window, live.
+            let watched = app.state::<Arc<Console>>().inner().clone();
+            tauri::async_runtime::spawn(async move { watched.watch_templates().await });
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::Destroyed = event {
+                let console = window.state::<Arc<Console>>().inner().clone();
+                tauri::async_runtime::block_on(console.shutdown());
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::app_info,
+            commands::model_state,
+            commands::check,
+            commands::preview_file,
+            commands::import_file,
+            commands::cancel_import,
+            commands::review_queue,
+            commands::review,
+            commands::undo_review,
+            commands::history,
+            commands::history_count,
+            commands::verdict,
+            commands::export_history,
+            commands::templates,
+            commands::save_template,
+            commands::template_versions,
+            commands::try_template,
+            commands::settings,
+            commands::update_settings,
+            commands::http_status,
+        ])
+        .run(tauri::generate_context!());
+    if let Err(e) = result {
+        tracing::error!(error = %e, "the app stopped");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,154 @@
+//! The console's settings: a JSON file in the data folder, written atomically. A missing file
+//! means defaults; a broken one is kept aside (never overwritten silently) and defaults are used.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConsoleError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(default)]
+pub struct Settings {
+    /// "default", a local .gguf file or model folder, or a Hugging Face repo id.
+    pub model: String,
+    /// auto, cpu, cuda, cuda:N.
+    pub device: String,
+    /// The validator templates; the shipped `prompt_guard/` when empty.
+    pub prompts_dir: String,
+    /// "auto" (the message's language), "id" or "en".
+    pub rejection_language: String,
+    /// Passed verdicts this close to a threshold join the review queue.
+    pub review_margin: f64,
+    pub reviewer: String,
+    pub http: HttpSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(default)]
+pub struct HttpSettings {
+    pub enabled: bool,
+    pub host: String,
+    pub port: u16,
+    /// Bearer token; required when the host is not loopback.
+    pub token: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            model: "default".into(),
+            device: "auto".into(),
+            prompts_dir: String::new(),
+            rejection_language: "auto".into(),
+            review_margin: 0.15,
+            reviewer: "reviewer".into(),
+            http: HttpSettings::default(),
+        }
+    }
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            host: "127.0.0.1".into(),
+            port: 8000,
+            token: String::new(),
+        }
+    }
+}
+
+impl Settings {
+    pub fn load(path: &Path) -> Self {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Self::default();
+        };
+        match serde_json::from_str(&text) {
+            Ok(settings) => settings,
+            Err(e) => {
+                let aside = path.with_extension("json.broken");
+                tracing::warn!(error = %e, aside = %aside.display(), "settings file unreadable; using defaults and keeping it aside");
+                let _ = std::fs::rename(path, aside);
+                Self::default()
+            }
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConsoleError> {
+        let invalid = |m: String| Err(ConsoleError::Invalid(m));
+        if self.model.trim().is_empty() {
+            return invalid("the model must not be empty: use \"default\", a path or a repo id".into());
+        }
+        if !matches!(self.rejection_language.as_str(), "auto" | "id" | "en") {
+            return invalid(format!(
+                "rejection language {:?}: use auto, id or en",
+                self.rejection_language
+            ));
+        }
+        if !(0.0..=0.5).contains(&self.review_margin) {
+            return invalid("the review margin must be between 0 and 0.5".into());
+        }
+        if self.reviewer.trim().is_empty() {
+            return invalid("the reviewer name must not be empty".into());
+        }
+        Ok(())
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), ConsoleError> {
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+        write_atomically(path, text.as_bytes())
+    }
+}
+
+/// Writes a sibling temporary file and renames it over `path`, so a crash leaves the old or the
+/// new content, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConsoleError> {
+    let io = |source: std::io::Error| ConsoleError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    let mut tmp: PathBuf = path.to_path_buf();
+    tmp.set_extension("tmp-save");
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_fills_missing_fields_and_keeps_a_broken_file_aside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("settings.json");
+        assert_eq!(Settings::load(&path), Settings::default());
+        let mut s = Settings::default();
+        s.http.port = 9001;
+        s.save(&path).expect("save");
+        assert_eq!(Settings::load(&path), s);
+        std::fs::write(&path, r#"{"model":"x.gguf"}"#).expect("write");
+        let partial = Settings::load(&path);
+        assert_eq!(partial.model, "x.gguf");
+        assert_eq!(partial.http.port, 8000);
+        std::fs::write(&path, "{not json").expect("write");
+        assert_eq!(Settings::load(&path), Settings::default());
+        assert!(dir.path().join("settings.json.broken").exists());
+    }
+
+    #[test]
+    fn refuses_bad_values() {
+        let mut s = Settings::default();
+        s.rejection_language = "fr".into();
+        assert!(s.validate().is_err());
+        s = Settings::default();
+        s.review_margin = 0.9;
+        assert!(s.validate().is_err());
+    }
+}

@@ -1,0 +1,191 @@
+// End to end: the real built app, the real model, in WebKitGTK driven through tauri-driver.
+// scripts/e2e.sh sets the environment (a fresh data folder, a copy of the templates, Xvfb).
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { Driver, Keys } from "./webdriver.mjs";
+
+const DRIVER = process.env.AEGIS_WEBDRIVER ?? "http://127.0.0.1:4444";
+const APP = process.env.AEGIS_APP;
+const PROMPTS = process.env.AEGIS_PROMPTS;
+const SHOTS = process.env.AEGIS_SCREENSHOTS ?? "screenshots";
+const HTTP_PORT = Number(process.env.AEGIS_E2E_HTTP_PORT ?? 18_765);
+const FIXTURE = path.resolve(import.meta.dirname, "fixtures/messages.csv");
+
+let d;
+const timings = {};
+
+async function shot(name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  fs.writeFileSync(path.join(SHOTS, `${name}.png`), await d.screenshot());
+}
+
+async function go(screen) {
+  await d.click(await d.find(`[data-testid="nav-${screen}"]`));
+}
+
+const attr = (name, want) => async (id) => (await d.attribute(id, name)) === want;
+
+async function check(text) {
+  await go("check");
+  const input = await d.waitFor('[data-testid="check-input"]');
+  await d.clear(input);
+  await d.type(input, text);
+  const before = await d.execute("return document.querySelector('[data-testid=verdict]')?.outerHTML ?? ''");
+  await d.type(input, Keys.ctrl + Keys.enter);
+  await d.waitFor('[data-testid="verdict"]', {
+    timeout: 60_000,
+    accept: async () =>
+      (await d.execute("return document.querySelector('[data-testid=verdict]').outerHTML")) !== before,
+  });
+  return d.execute(
+    "return [...document.querySelectorAll('[data-testid^=result-]')].map(e => ({key: e.dataset.testid.slice(7), passed: e.dataset.passed === 'true', score: Number(e.dataset.score)}))",
+  );
+}
+
+async function historyCount() {
+  await go("history");
+  const el = await d.waitFor('[data-testid="history-count"]');
+  await new Promise((r) => setTimeout(r, 500));
+  return Number(await d.attribute(el, "data-count"));
+}
+
+/** Replaces the editor line starting with `prefix` by `line`, with the keyboard. */
+async function editLine(prefix, line) {
+  const lines = await d.findAll(".cm-line");
+  for (const id of lines) {
+    if ((await d.text(id)).startsWith(prefix)) {
+      await d.click(id);
+      await d.keys([Keys.end, [Keys.shift, Keys.home]]);
+      await d.typeKeys(line);
+      return;
+    }
+  }
+  throw new Error(`no editor line starts with ${prefix}`);
+}
+
+before(async () => {
+  assert.ok(APP, "AEGIS_APP names the built app");
+  const launched = Date.now();
+  d = await Driver.start(DRIVER, APP);
+  await d.waitFor('[data-testid="nav-check"]', { timeout: 60_000 });
+  timings.launch_to_window_ms = Date.now() - launched;
+  await d.waitFor('[data-testid="model-status"]', { timeout: 180_000, accept: attr("data-status", "ready") });
+  timings.launch_to_model_ready_ms = Date.now() - launched;
+  await shot("00-launch");
+});
+
+after(async () => {
+  if (!d) return;
+  try {
+    const info = await d.execute("return window.__TAURI_INTERNALS__.invoke('app_info')");
+    timings.memory_after_load_bytes = info?.memory_bytes ?? null;
+  } catch (e) {
+    timings.memory_error = String(e);
+  }
+  fs.mkdirSync(SHOTS, { recursive: true });
+  fs.writeFileSync(path.join(SHOTS, "timings.json"), JSON.stringify(timings, null, 2));
+  await d.quit().catch(() => {});
+});
+
+test("a toxic Indonesian message fails with a rejection message", async () => {
+  const results = await check("Dasar goblok, otak udang kamu! Tolol banget.");
+  const verdict = await d.find('[data-testid="verdict"]');
+  assert.equal(await d.attribute(verdict, "data-status"), "failed");
+  assert.ok(results.find((r) => r.key === "toxic" && !r.passed), JSON.stringify(results));
+  const rejection = await d.text(await d.find('[data-testid="rejection-message"]'));
+  assert.match(rejection, /maaf/i);
+  await shot("01-check");
+});
+
+test("importing a CSV runs to the end and grows history", async () => {
+  const before = await historyCount();
+  await go("import");
+  await d.type(await d.waitFor('[data-testid="import-path"]'), FIXTURE);
+  await d.click(await d.find('[data-testid="import-open"]'));
+  await d.waitFor('[data-testid="import-column"]');
+  await d.click(await d.find('[data-testid="import-run"]'));
+  await d.waitFor('[data-testid="import-summary"]', { timeout: 120_000, accept: attr("data-complete", "true") });
+  const progress = await d.find('[data-testid="import-progress"]');
+  assert.equal(await d.attribute(progress, "data-done"), "3");
+  assert.equal(await d.attribute(progress, "data-total"), "3");
+  await shot("02-import");
+  assert.equal(await historyCount(), before + 3);
+  await d.click(await d.waitFor(".line"));
+  await d.waitFor('[data-testid="history-detail"]');
+  await shot("04-history");
+});
+
+test("two items are reviewed with the keyboard", async () => {
+  await go("review");
+  const counter = await d.waitFor('[data-testid="review-remaining"]', {
+    accept: async (id) => Number(await d.attribute(id, "data-remaining")) >= 2,
+  });
+  const start = Number(await d.attribute(counter, "data-remaining"));
+  await d.click(await d.find('[data-testid="review-list"]'));
+  await d.keys(["a"]);
+  await d.waitFor('[data-testid="review-remaining"]', { accept: attr("data-remaining", String(start - 1)) });
+  await d.keys(["o"]);
+  await d.waitFor('[data-testid="review-remaining"]', { accept: attr("data-remaining", String(start - 2)) });
+  await d.keys(["u"]);
+  await d.waitFor('[data-testid="review-remaining"]', { accept: attr("data-remaining", String(start - 1)) });
+  await d.keys(["o"]);
+  await d.waitFor('[data-testid="review-remaining"]', { accept: attr("data-remaining", String(start - 2)) });
+  await shot("03-review");
+});
+
+test("a saved template changes the very next verdict", async () => {
+  const message = "Selamat pagi, bagaimana cara mengganti kata sandi akun saya?";
+  const before = await check(message);
+  const target = before.filter((r) => r.passed).sort((a, b) => b.score - a.score)[0];
+  assert.ok(target, JSON.stringify(before));
+  const threshold = Math.max(target.score / 2, 1e-6).toPrecision(3);
+  await go("templates");
+  await d.click(await d.waitFor(`[data-testid="template-${target.key}"]`));
+  await d.waitFor(".cm-line");
+  await editLine("threshold:", `threshold: ${threshold}`);
+  await d.click(await d.find('[data-testid="template-save"]'));
+  await d.waitFor('[data-testid="template-status"]');
+  await shot("05-templates");
+  const after = await check(message);
+  assert.equal(after.find((r) => r.key === target.key)?.passed, false, JSON.stringify(after));
+});
+
+test("a broken template shows its error inline while the other validators work", async () => {
+  await go("templates");
+  await d.click(await d.waitFor('[data-testid="template-toxic"]'));
+  await d.waitFor(".cm-line");
+  await editLine("threshold:", "threshold: 7");
+  await d.click(await d.find('[data-testid="template-save"]'));
+  const problem = await d.waitFor('[data-testid="template-problem"]');
+  assert.match(await d.text(problem), /Line 4: threshold must be between 0 and 1/);
+  await d.waitFor(".cm-lint-marker-error, .cm-lintRange-error");
+  await shot("06-template-error");
+
+  // Broken on disk by another editor: the guard reloads without it, the rest keep working.
+  fs.writeFileSync(path.join(PROMPTS, "spam.txt"), "---\nname: Spam\nthreshold: [\n---\n{{message}}\n");
+  await d.waitFor('[data-testid="template-spam"]', {
+    timeout: 15_000,
+    accept: async (id) => (await d.text(id)).includes("broken"),
+  });
+  const results = await check("Dasar goblok, otak udang kamu! Tolol banget.");
+  const keys = results.map((r) => r.key).sort();
+  assert.deepEqual(keys, ["financial_advice", "harassment", "toxic"]);
+  assert.equal(results.find((r) => r.key === "toxic")?.passed, false);
+});
+
+test("the HTTP endpoint turns on and answers /health", async () => {
+  await go("settings");
+  await d.click(await d.waitFor('[data-testid="http-enabled"]'));
+  const port = await d.find('[data-testid="http-port"]');
+  await d.clear(port);
+  await d.type(port, String(HTTP_PORT));
+  await d.click(await d.find('[data-testid="settings-save"]'));
+  await d.waitFor('[data-testid="http-status"]', { accept: attr("data-running", "true") });
+  const res = await fetch(`http://127.0.0.1:${HTTP_PORT}/health`);
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.status, "healthy", JSON.stringify(body));
+  await shot("07-settings");
+});

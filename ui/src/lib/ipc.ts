@@ -1,0 +1,99 @@
+// The one module that talks to Tauri: every command, event and dialog goes through here, typed
+// with the bindings generated from the Rust definitions.
+import { invoke } from "@tauri-apps/api/core";
+import { listen, type UnlistenFn } from "@tauri-apps/api/event";
+import { open, save } from "@tauri-apps/plugin-dialog";
+
+import type { AppInfo } from "../bindings/AppInfo";
+import type { CheckResult } from "../bindings/CheckResult";
+import type { CommandError } from "../bindings/CommandError";
+import type { ConsoleEvent } from "../bindings/ConsoleEvent";
+import type { Decision } from "../bindings/Decision";
+import type { FilePreview } from "../bindings/FilePreview";
+import type { HistoryPage } from "../bindings/HistoryPage";
+import type { HistoryQuery } from "../bindings/HistoryQuery";
+import type { HttpStatus } from "../bindings/HttpStatus";
+import type { ImportSummary } from "../bindings/ImportSummary";
+import type { ModelState } from "../bindings/ModelState";
+import type { ReviewQueue } from "../bindings/ReviewQueue";
+import type { Settings } from "../bindings/Settings";
+import type { TemplateFile } from "../bindings/TemplateFile";
+import type { TemplateSave } from "../bindings/TemplateSave";
+import type { TryRow } from "../bindings/TryRow";
+import type { VerdictDetail } from "../bindings/VerdictDetail";
+
+/** A command's failure, as thrown by every call below. */
+export class ConsoleFailure extends Error {
+  kind: string;
+  line: number | null;
+  constructor(error: CommandError) {
+    super(error.message);
+    this.kind = error.kind;
+    this.line = error.line;
+  }
+}
+
+function isCommandError(value: unknown): value is CommandError {
+  return typeof value === "object" && value !== null && "kind" in value && "message" in value;
+}
+
+async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(command, args);
+  } catch (error) {
+    if (isCommandError(error)) throw new ConsoleFailure(error);
+    throw new ConsoleFailure({ kind: "internal", message: String(error), line: null });
+  }
+}
+
+export const api = {
+  appInfo: () => call<AppInfo>("app_info"),
+  modelState: () => call<ModelState>("model_state"),
+  check: (text: string) => call<CheckResult>("check", { text }),
+  previewFile: (path: string) => call<FilePreview>("preview_file", { path }),
+  importFile: (importId: string, path: string, column: string | null) =>
+    call<ImportSummary>("import_file", { importId, path, column }),
+  cancelImport: (importId: string) => call<boolean>("cancel_import", { importId }),
+  reviewQueue: (limit: number) => call<ReviewQueue>("review_queue", { limit }),
+  review: (verdictId: number, decision: Decision, note: string) =>
+    call<number>("review", { verdictId, decision, note }),
+  undoReview: (reviewId: number) => call<boolean>("undo_review", { reviewId }),
+  history: (query: HistoryQuery, after: string | null, limit: number) =>
+    call<HistoryPage>("history", { query, after, limit }),
+  historyCount: (query: HistoryQuery) => call<number>("history_count", { query }),
+  verdict: (verdictId: number) => call<VerdictDetail>("verdict", { verdictId }),
+  exportHistory: (query: HistoryQuery, path: string) =>
+    call<number>("export_history", { query, path }),
+  templates: () => call<TemplateFile[]>("templates"),
+  saveTemplate: (key: string, content: string) => call<TemplateSave>("save_template", { key, content }),
+  templateVersions: (key: string) => call<TemplateSave[]>("template_versions", { key }),
+  tryTemplate: (key: string, content: string, messages: string[]) =>
+    call<TryRow[]>("try_template", { key, content, messages }),
+  settings: () => call<Settings>("settings"),
+  updateSettings: (settings: Settings) => call<Settings>("update_settings", { settings }),
+  httpStatus: () => call<HttpStatus>("http_status"),
+};
+
+export function onConsoleEvent(handler: (event: ConsoleEvent) => void): Promise<UnlistenFn> {
+  return listen<ConsoleEvent>("console", (e) => handler(e.payload));
+}
+
+/** The native open dialog for a file of messages; null when cancelled. */
+export async function pickMessageFile(): Promise<string | null> {
+  const picked = await open({
+    multiple: false,
+    directory: false,
+    filters: [{ name: "Messages", extensions: ["csv", "jsonl", "ndjson", "txt"] }],
+  });
+  return typeof picked === "string" ? picked : null;
+}
+
+export async function pickExportPath(): Promise<string | null> {
+  return save({
+    defaultPath: "aegis-history.csv",
+    filters: [
+      { name: "CSV", extensions: ["csv"] },
+      { name: "JSON Lines", extensions: ["jsonl"] },
+    ],
+  });
+}
