@@ -149,7 +149,8 @@ pub struct Console {
     started: Instant,
     settings: Mutex<Settings>,
     store: Arc<Store>,
-    worker: RwLock<Worker>,
+    /// None only until `start` has begun loading the model.
+    worker: RwLock<Option<Worker>>,
     model: Arc<Mutex<ModelState>>,
     /// Broken templates and unusable heads from the last (re)load.
     problems: Arc<RwLock<Vec<(String, TemplateProblem)>>>,
@@ -174,8 +175,7 @@ impl Console {
             started: Instant::now(),
             settings: Mutex::new(settings),
             store,
-            // Replaced at once by `load_model`; a worker that never loads answers "failed".
-            worker: RwLock::new(Worker::start(1, || Err("the model has not been started".into()))),
+            worker: RwLock::new(None),
             model,
             problems: Arc::new(RwLock::new(Vec::new())),
             events: config.events,
@@ -200,11 +200,12 @@ impl Console {
         &self.store
     }
 
-    fn worker(&self) -> Worker {
+    fn worker(&self) -> Result<Worker, ConsoleError> {
         self.worker
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+            .ok_or(ConsoleError::Worker(WorkerError::Loading))
     }
 
     pub fn prompts_dir(&self) -> PathBuf {
@@ -270,7 +271,7 @@ impl Console {
             *problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
             Ok(guard.with_language(language))
         });
-        *self.worker.write().unwrap_or_else(|p| p.into_inner()) = worker.clone();
+        *self.worker.write().unwrap_or_else(|p| p.into_inner()) = Some(worker.clone());
         // The worker says when it is ready; the window hears it from here.
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -339,7 +340,7 @@ impl Console {
         if text.trim().is_empty() {
             return Err(GuardError::EmptyText.into());
         }
-        let checked = self.worker().check(text.clone()).await?;
+        let checked = self.worker()?.check(text.clone()).await?;
         let verdict_id = self
             .store
             .record(&NewVerdict {
@@ -384,7 +385,7 @@ impl Console {
         let file = MessageFile::read(path, column.as_deref())?;
         let cancel = Arc::new(AtomicBool::new(false));
         lock(&self.imports).insert(import_id.clone(), cancel.clone());
-        let worker = self.worker();
+        let worker = self.worker()?;
         let events = self.events.clone();
         let result = import_file(
             &self.store,
@@ -503,7 +504,7 @@ impl Console {
     /// Every template file, valid or not, and how the running guard scores it.
     pub fn templates(&self) -> Result<Vec<TemplateFile>, ConsoleError> {
         let dir = self.prompts_dir();
-        let guard = self.worker().guard();
+        let guard = self.worker().ok().and_then(|w| w.guard());
         let problems = self.problems.read().unwrap_or_else(|p| p.into_inner()).clone();
         let files = templates::list(&dir)?;
         Ok(files
@@ -569,7 +570,9 @@ impl Console {
     /// Rebuilds the guard from the files on disk, on the loaded model. A broken file drops its
     /// validator (reported) while the others keep working.
     pub fn reload_templates(&self) -> Result<(), ConsoleError> {
-        let worker = self.worker();
+        let Ok(worker) = self.worker() else {
+            return Ok(()); // Not started yet: the load reads the files.
+        };
         let Some(current) = worker.guard() else {
             return Ok(()); // The model is loading; it will read the files when it is done.
         };
@@ -629,7 +632,7 @@ impl Console {
             return Err(ConsoleError::Invalid("try at most 20 messages at a time".into()));
         }
         let edited = templates::parse(&self.prompts_dir(), key, content)?;
-        let worker = self.worker();
+        let worker = self.worker()?;
         let saved_guard = worker.loaded().ok_or(WorkerError::Loading)?;
         let edited_guard = LoadedGuard::new(saved_guard.guard.with_validator(edited));
         let mut rows = Vec::new();
@@ -678,7 +681,7 @@ impl Console {
         let mut server = self.http.lock().await;
         if http.enabled {
             server
-                .ensure(http, self.worker(), self.store.clone())
+                .ensure(http, self.worker()?, self.store.clone())
                 .await
         } else {
             server.stop().await;

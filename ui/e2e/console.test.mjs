@@ -159,7 +159,7 @@ test("a broken template shows its error inline while the other validators work",
   await editLine("threshold:", "threshold: 7");
   await d.click(await d.find('[data-testid="template-save"]'));
   const problem = await d.waitFor('[data-testid="template-problem"]');
-  assert.match(await d.text(problem), /Line 4: threshold must be between 0 and 1/);
+  assert.match(await d.text(problem), /Line 5: threshold must be between 0 and 1/);
   await d.waitFor(".cm-lint-marker-error, .cm-lintRange-error");
   await shot("06-template-error");
 

@@ -1,6 +1,6 @@
 // A small W3C WebDriver client over fetch: enough to drive the app through tauri-driver.
 
-const ELEMENT = "element-6066-11e4-a23a-4f8e8a8b8c8d";
+const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
 export const Keys = { ctrl: "\uE009", enter: "\uE007", end: "\uE010", home: "\uE011", shift: "\uE008" };
 
 export class Driver {

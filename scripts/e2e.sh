@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# End-to-end tests: builds the UI and the app, then drives the real app (real model, a fresh
+# data folder, a scratch copy of the templates) in WebKitGTK through tauri-driver under Xvfb.
+# Screenshots and timings land in $AEGIS_SCREENSHOTS (default target/e2e-screenshots).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+shots=${AEGIS_SCREENSHOTS:-$target/e2e-screenshots}
+
+bash scripts/build-ui.sh
+cargo build -p aegis-console --locked
+app="$target/debug/aegis-console"
+
+scratch=$(mktemp -d)
+cleanup() {
+  [ -n "${driver_pid:-}" ] && kill "$driver_pid" 2>/dev/null || true
+  [ -n "${xvfb_pid:-}" ] && kill "$xvfb_pid" 2>/dev/null || true
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+cp -r prompt_guard "$scratch/prompts"
+mkdir -p "$scratch/data" "$shots"
+
+display=:$((90 + RANDOM % 100))
+Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb_pid=$!
+port=$((4500 + RANDOM % 400))
+# The app inherits this environment through tauri-driver and WebKitWebDriver.
+DISPLAY=$display AEGIS_DATA_DIR="$scratch/data" AEGIS_PROMPTS="$scratch/prompts" \
+  RUST_LOG=${RUST_LOG:-info} \
+  tauri-driver --port "$port" --native-port $((port + 1000)) >"$shots/app.log" 2>&1 &
+driver_pid=$!
+for _ in $(seq 50); do
+  curl -sf "http://127.0.0.1:$port/status" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+
+AEGIS_WEBDRIVER="http://127.0.0.1:$port" AEGIS_APP="$app" AEGIS_PROMPTS="$scratch/prompts" \
+  AEGIS_SCREENSHOTS="$shots" AEGIS_E2E_HTTP_PORT=$((18000 + RANDOM % 1000)) \
+  node --test --test-concurrency=1 ui/e2e/
+echo "e2e: screenshots and timings in $shots"
