@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Sets up everything on a fresh machine (system tools, the default model) and runs aegis on it.
+# Sets up everything on a fresh machine (system tools, the default model, the UI) and opens the
+# desktop console on the default model:
+#   scripts/run.sh
+# With arguments it runs the aegis command line instead:
 #   scripts/run.sh check "Bagaimana cara top up saldo?"
-# With no arguments it checks a sample message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/setup-model.sh >/dev/null
-[ $# -gt 0 ] || set -- check "Bagaimana cara top up saldo?"
-exec cargo run --quiet --release -p aegis-cli -- "$@"
+if [ $# -gt 0 ]; then
+  exec cargo run --quiet --release -p aegis-cli -- "$@"
+fi
+bash scripts/build-ui.sh
+exec cargo run --quiet -p aegis-console

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system tools, the default model, then every test,
-# including the real-model ones (llama.cpp reference, prompt boundary, real probabilities).
+# including the real-model ones (llama.cpp reference, prompt boundary, real probabilities), the
+# UI's unit tests, and the desktop app end to end under Xvfb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/setup-model.sh >/dev/null
+bash scripts/build-ui.sh
 cargo fmt --all -- --check
+(cd ui && npm run --silent check && npm test --silent)
 cargo test --workspace --locked
+bash scripts/e2e.sh

@@ -260,7 +260,8 @@ impl Console {
                     events.emit(ConsoleEvent::Model(snapshot));
                 })
             };
-            let engine = load_engine(&model_name, &device, on_download).map_err(|e| e.to_string())?;
+            let engine =
+                load_engine(&model_name, &device, on_download).map_err(|e| e.to_string())?;
             {
                 let mut s = lock(&state);
                 s.message = "reading templates".into();
@@ -278,7 +279,9 @@ impl Console {
             loop {
                 let status = worker.status();
                 if status != ModelStatus::Loading {
-                    let Some(console) = this.upgrade() else { return };
+                    let Some(console) = this.upgrade() else {
+                        return;
+                    };
                     let snapshot = {
                         let mut s = lock(&console.model);
                         match status {
@@ -505,7 +508,11 @@ impl Console {
     pub fn templates(&self) -> Result<Vec<TemplateFile>, ConsoleError> {
         let dir = self.prompts_dir();
         let guard = self.worker().ok().and_then(|w| w.guard());
-        let problems = self.problems.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let problems = self
+            .problems
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let files = templates::list(&dir)?;
         Ok(files
             .into_iter()
@@ -515,7 +522,11 @@ impl Console {
                     .as_ref()
                     .and_then(|g| {
                         let slot = g.validators().iter().position(|v| v.key == key)?;
-                        Some(if g.heads()[slot].is_some() { "head" } else { "prompt" })
+                        Some(if g.heads()[slot].is_some() {
+                            "head"
+                        } else {
+                            "prompt"
+                        })
                     })
                     .unwrap_or("off");
                 let (name, threshold, content_hash, problem) = match parsed {
@@ -524,18 +535,23 @@ impl Console {
                         Some(v.threshold),
                         Some(v.content_hash),
                         // A valid file can still have a refused head: worth showing.
-                        problems.iter().find(|(k, _)| *k == key).map(|(_, p)| p.clone()),
+                        problems
+                            .iter()
+                            .find(|(k, _)| *k == key)
+                            .map(|(_, p)| p.clone()),
                     ),
-                    Err(ConsoleError::Template { message, line, .. }) => (
+                    Err(ConsoleError::Template { message, line, .. }) => {
+                        (None, None, None, Some(TemplateProblem { message, line }))
+                    }
+                    Err(e) => (
                         None,
                         None,
                         None,
-                        Some(TemplateProblem { message, line }),
+                        Some(TemplateProblem {
+                            message: e.to_string(),
+                            line: None,
+                        }),
                     ),
-                    Err(e) => (None, None, None, Some(TemplateProblem {
-                        message: e.to_string(),
-                        line: None,
-                    })),
                 };
                 TemplateFile {
                     key,
@@ -553,7 +569,11 @@ impl Console {
 
     /// Validates and writes a template, records the version, and reloads the guard so the very
     /// next check uses it. A refused template is not written; the error names its line.
-    pub async fn save_template(&self, key: &str, content: &str) -> Result<TemplateSave, ConsoleError> {
+    pub async fn save_template(
+        &self,
+        key: &str,
+        content: &str,
+    ) -> Result<TemplateSave, ConsoleError> {
         let validator = templates::save(&self.prompts_dir(), key, content)?;
         let saved = self
             .store
@@ -629,7 +649,9 @@ impl Console {
         messages: Vec<String>,
     ) -> Result<Vec<TryRow>, ConsoleError> {
         if messages.len() > 20 {
-            return Err(ConsoleError::Invalid("try at most 20 messages at a time".into()));
+            return Err(ConsoleError::Invalid(
+                "try at most 20 messages at a time".into(),
+            ));
         }
         let edited = templates::parse(&self.prompts_dir(), key, content)?;
         let worker = self.worker()?;
@@ -638,8 +660,14 @@ impl Console {
         let mut rows = Vec::new();
         for text in messages.into_iter().filter(|m| !m.trim().is_empty()) {
             check_size(&text)?;
-            let saved = worker.check_with(saved_guard.clone(), text.clone()).await?.verdict;
-            let edited = worker.check_with(edited_guard.clone(), text.clone()).await?.verdict;
+            let saved = worker
+                .check_with(saved_guard.clone(), text.clone())
+                .await?
+                .verdict;
+            let edited = worker
+                .check_with(edited_guard.clone(), text.clone())
+                .await?
+                .verdict;
             let failed = |v: &Verdict| v.results.iter().find(|r| r.key == key).map(|r| !r.passed);
             let flipped = failed(&saved) != failed(&edited);
             rows.push(TryRow {
@@ -654,7 +682,10 @@ impl Console {
 
     /// Applies new settings: reloads the model when it changed, the guard when the templates
     /// folder or rejection language did, and starts or stops the HTTP endpoint.
-    pub async fn update_settings(self: &Arc<Self>, new: Settings) -> Result<Settings, ConsoleError> {
+    pub async fn update_settings(
+        self: &Arc<Self>,
+        new: Settings,
+    ) -> Result<Settings, ConsoleError> {
         new.validate()?;
         let old = self.settings();
         if new.http.enabled {
@@ -726,7 +757,8 @@ fn load_engine(
         device: device.parse::<DeviceChoice>().map_err(|e| invalid(&e))?,
         ..LoadOptions::default()
     };
-    GemmaEngine::load(&resolved, &options).map_err(|e| invalid(&format!("loading {}: {e}", resolved.id)))
+    GemmaEngine::load(&resolved, &options)
+        .map_err(|e| invalid(&format!("loading {}: {e}", resolved.id)))
 }
 
 fn describe(problems: &[GuardError]) -> Vec<(String, TemplateProblem)> {
@@ -753,7 +785,11 @@ fn describe(problems: &[GuardError]) -> Vec<(String, TemplateProblem)> {
 }
 
 fn filter_of(query: &HistoryQuery) -> Result<HistoryFilter, ConsoleError> {
-    let present = |s: &Option<String>| s.as_ref().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let present = |s: &Option<String>| {
+        s.as_ref()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
     const DAY_MS: i64 = 86_400_000;
     Ok(HistoryFilter {
         status: match present(&query.status).as_deref() {

@@ -46,7 +46,9 @@ pub fn validate(http: &HttpSettings) -> Result<IpAddr, ConsoleError> {
         )));
     }
     if http.port == 0 {
-        return Err(ConsoleError::Invalid("choose a port between 1 and 65535".into()));
+        return Err(ConsoleError::Invalid(
+            "choose a port between 1 and 65535".into(),
+        ));
     }
     Ok(ip)
 }
@@ -106,7 +108,10 @@ impl HttpServer {
     pub fn status(&self) -> HttpStatus {
         HttpStatus {
             running: self.running.is_some(),
-            address: self.running.as_ref().map(|r| format!("http://{}", r.address)),
+            address: self
+                .running
+                .as_ref()
+                .map(|r| format!("http://{}", r.address)),
         }
     }
 }

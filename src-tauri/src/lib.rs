@@ -1,14 +1,14 @@
 //! AEGIS Console: the desktop app. A thin Tauri shell over `console::Console`, which owns the
 //! guard's worker, history, templates and the optional HTTP endpoint.
 
+#[cfg(all(test, feature = "ts"))]
+mod bindings;
 mod commands;
 pub mod console;
 pub mod error;
 pub mod http;
 pub mod settings;
 pub mod templates;
-#[cfg(all(test, feature = "ts"))]
-mod bindings;
 
 use std::path::PathBuf;
 use std::sync::Arc;

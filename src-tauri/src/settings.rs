@@ -80,7 +80,9 @@ impl Settings {
     pub fn validate(&self) -> Result<(), ConsoleError> {
         let invalid = |m: String| Err(ConsoleError::Invalid(m));
         if self.model.trim().is_empty() {
-            return invalid("the model must not be empty: use \"default\", a path or a repo id".into());
+            return invalid(
+                "the model must not be empty: use \"default\", a path or a repo id".into(),
+            );
         }
         if !matches!(self.rejection_language.as_str(), "auto" | "id" | "en") {
             return invalid(format!(
@@ -98,8 +100,8 @@ impl Settings {
     }
 
     pub fn save(&self, path: &Path) -> Result<(), ConsoleError> {
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| ConsoleError::Invalid(e.to_string()))?;
         write_atomically(path, text.as_bytes())
     }
 }

@@ -93,12 +93,8 @@ pub fn problem_line(content: &str, problem: &str) -> Option<u32> {
             return Some(n + 1);
         }
     }
-    let line_of = |pred: &dyn Fn(&str) -> bool| {
-        content
-            .lines()
-            .position(|l| pred(l))
-            .map(|i| i as u32 + 1)
-    };
+    let line_of =
+        |pred: &dyn Fn(&str) -> bool| content.lines().position(|l| pred(l)).map(|i| i as u32 + 1);
     if problem.contains("front matter block") {
         return Some(1);
     }
@@ -141,7 +137,9 @@ mod tests {
         ];
         for (content, line) in cases {
             match parse(dir, "spam", &content) {
-                Err(ConsoleError::Template { line: got, message, .. }) => {
+                Err(ConsoleError::Template {
+                    line: got, message, ..
+                }) => {
                     assert_eq!(got, Some(line), "{message}")
                 }
                 other => panic!("expected a template error, got {other:?}"),

@@ -10,9 +10,9 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
-use aegis_import::read_rows;
 use crate::options::GuardArgs;
 use crate::ExitStatus;
+use aegis_import::read_rows;
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {

@@ -17,6 +17,7 @@ pub use error::{EngineError, Result};
 pub use hash::file_sha256;
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
 pub use source::{
-    default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec, ResolvedModel, WeightFiles, MODEL_DIR_ENV,
+    default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,
+    ResolvedModel, WeightFiles, MODEL_DIR_ENV,
 };
 pub use tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_guard::Verdict;
-use aegis_store::{ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally};
+use aegis_store::{
+    ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally,
+};
 use serde::Serialize;
 
 use crate::read::MessageFile;
@@ -87,7 +89,11 @@ where
         return summary(store, progress, true, false, true).await;
     }
     if batch.rows_done > 0 {
-        tracing::info!(batch = batch.id, after_line = batch.last_row, "resuming an import");
+        tracing::info!(
+            batch = batch.id,
+            after_line = batch.last_row,
+            "resuming an import"
+        );
     }
     on_progress(&progress);
     let started = Instant::now();

@@ -15,8 +15,16 @@ fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
     let flagged = text.contains("promo");
     let score = if flagged { 0.95 } else { 0.05 };
     let verdict = Verdict {
-        status: if flagged { Status::Failed } else { Status::Passed },
-        case: if flagged { "spam".into() } else { "aman".into() },
+        status: if flagged {
+            Status::Failed
+        } else {
+            Status::Passed
+        },
+        case: if flagged {
+            "spam".into()
+        } else {
+            "aman".into()
+        },
         results: vec![ValidatorResult {
             key: "spam".into(),
             name: "Spam".into(),
@@ -95,12 +103,18 @@ async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
     .expect("resume");
     assert!(second.complete);
     assert_eq!(second.progress.rows_done, 5);
-    assert_eq!(second.progress.bad_rows, 2, "the empty row and the long one");
+    assert_eq!(
+        second.progress.bad_rows, 2,
+        "the empty row and the long one"
+    );
     assert_eq!(
         second.progress.last_problem,
         Some((5, "the text is too long".into()))
     );
-    assert_eq!(store.count(&HistoryFilter::default()).await.expect("count"), 3);
+    assert_eq!(
+        store.count(&HistoryFilter::default()).await.expect("count"),
+        3
+    );
     assert_eq!(second.tallies.len(), 1);
     assert_eq!(second.tallies[0].failed, 2);
 
@@ -115,7 +129,10 @@ async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
     .await
     .expect("again");
     assert!(third.already_done);
-    assert_eq!(store.count(&HistoryFilter::default()).await.expect("count"), 3);
+    assert_eq!(
+        store.count(&HistoryFilter::default()).await.expect("count"),
+        3
+    );
 }
 
 #[tokio::test]
@@ -146,5 +163,8 @@ async fn a_fatal_guard_error_stops_the_import_and_keeps_what_was_done() {
         matches!(stopped, Err(ImportError::Stopped { line: 2, .. })),
         "{stopped:?}"
     );
-    assert_eq!(store.count(&HistoryFilter::default()).await.expect("count"), 1);
+    assert_eq!(
+        store.count(&HistoryFilter::default()).await.expect("count"),
+        1
+    );
 }

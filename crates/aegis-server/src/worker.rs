@@ -167,11 +167,19 @@ impl Worker {
     }
 
     /// Runs `guard` instead of the current one, in the same queue (the model has one thread).
-    pub async fn check_with(&self, guard: LoadedGuard, text: String) -> Result<Checked, WorkerError> {
+    pub async fn check_with(
+        &self,
+        guard: LoadedGuard,
+        text: String,
+    ) -> Result<Checked, WorkerError> {
         self.submit(text, Some(guard)).await
     }
 
-    async fn submit(&self, text: String, guard: Option<LoadedGuard>) -> Result<Checked, WorkerError> {
+    async fn submit(
+        &self,
+        text: String,
+        guard: Option<LoadedGuard>,
+    ) -> Result<Checked, WorkerError> {
         match self.status() {
             ModelStatus::Loading => return Err(WorkerError::Loading),
             ModelStatus::Failed(message) => return Err(WorkerError::Failed(message)),

@@ -53,10 +53,18 @@ async fn the_queue_holds_failed_and_near_threshold_verdicts_most_uncertain_first
 async fn template_saves_keep_every_version_newest_first_even_a_revert() {
     let t = temp_store().await;
     let s = &t.store;
-    s.save_template_version("spam", "h1", "one").await.expect("save");
-    s.save_template_version("spam", "h2", "two").await.expect("save");
-    s.save_template_version("spam", "h1", "one").await.expect("revert");
-    s.save_template_version("toxic", "h9", "other").await.expect("save");
+    s.save_template_version("spam", "h1", "one")
+        .await
+        .expect("save");
+    s.save_template_version("spam", "h2", "two")
+        .await
+        .expect("save");
+    s.save_template_version("spam", "h1", "one")
+        .await
+        .expect("revert");
+    s.save_template_version("toxic", "h9", "other")
+        .await
+        .expect("save");
     let saves = s.template_saves("spam", 10).await.expect("saves");
     let hashes: Vec<&str> = saves.iter().map(|v| v.content_hash.as_str()).collect();
     assert_eq!(hashes, vec!["h1", "h2", "h1"]);
@@ -87,7 +95,10 @@ async fn an_import_tally_counts_failures_and_bins_scores_per_validator() {
     record(s, "lain", Source::Typed, None, &["spam"]).await;
     let tally = s.import_tally(batch.id).await.expect("tally");
     let keys: Vec<&str> = tally.iter().map(|t| t.key.as_str()).collect();
-    assert_eq!(keys, vec!["spam", "toxic", "harassment", "financial_advice"]);
+    assert_eq!(
+        keys,
+        vec!["spam", "toxic", "harassment", "financial_advice"]
+    );
     assert_eq!(tally[0].failed, 2);
     // 0.9 as f32 is just under 0.9, so it lands in [0.8, 0.9).
     assert_eq!(tally[0].histogram[8], 2);

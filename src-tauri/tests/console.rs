@@ -1,0 +1,312 @@
+//! The console's commands without a window: the real model, a real history file, a scratch copy
+//! of the shipped templates, and the HTTP endpoint on a real loopback port.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aegis_console::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
+use aegis_console::error::{CommandError, ConsoleError};
+use aegis_guard::{ScoreSource, Status};
+use aegis_store::Decision;
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<ConsoleEvent>>);
+
+impl EventSink for Recorder {
+    fn emit(&self, event: ConsoleEvent) {
+        self.0.lock().expect("events").push(event);
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    prompts: PathBuf,
+    events: Arc<Recorder>,
+    console: Arc<Console>,
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+async fn start() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts");
+    copy_dir(&repo().join("prompt_guard"), &prompts);
+    let events = Arc::new(Recorder::default());
+    let console = Console::start(ConsoleConfig {
+        data_dir: dir.path().join("data"),
+        default_prompts_dir: prompts.clone(),
+        events: events.clone(),
+        model_override: None,
+    })
+    .await
+    .expect("console");
+    let state = console.wait_for_model(Duration::from_secs(300)).await;
+    assert_eq!(state.status, "ready", "{state:?}");
+    assert!(state.load_ms.is_some());
+    Fixture {
+        _dir: dir,
+        prompts,
+        events,
+        console,
+    }
+}
+
+fn kind(error: ConsoleError) -> CommandError {
+    CommandError::from(error)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn checks_are_decided_by_heads_recorded_and_bad_input_is_refused() {
+    let f = start().await;
+    let checked = f
+        .console
+        .check("Dasar goblok, otak udang kamu! Tolol banget.".into())
+        .await
+        .expect("check");
+    let v = &checked.verdict;
+    assert_eq!(v.status, Status::Failed);
+    assert!(v.case.contains("toxic"), "{}", v.case);
+    assert!(v.rejection_message.to_lowercase().contains("maaf"));
+    assert!(
+        v.results.iter().all(|r| r.decided_by == ScoreSource::Head),
+        "the shipped heads decide in the app: {:?}",
+        v.results
+    );
+    let detail = f.console.verdict(checked.verdict_id).await.expect("detail");
+    assert_eq!(detail.row.source, "typed");
+    assert_eq!(detail.templates.len(), 4);
+
+    let empty = f.console.check("   ".into()).await.expect_err("empty");
+    assert_eq!(kind(empty).kind, "invalid");
+    let huge = f
+        .console
+        .check("a".repeat(70 * 1024))
+        .await
+        .expect_err("huge");
+    let huge = kind(huge);
+    assert_eq!(huge.kind, "invalid");
+    assert!(huge.message.contains("64 KiB"), "{}", huge.message);
+    let missing = f.console.verdict(999).await.expect_err("missing");
+    assert_eq!(kind(missing).kind, "not_found");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_import_reports_progress_then_a_tally_and_fills_the_review_queue() {
+    let f = start().await;
+    let csv = repo().join("ui/e2e/fixtures/messages.csv");
+    let preview = f.console.preview_file(&csv).expect("preview");
+    assert_eq!(preview.suggested_column.as_deref(), Some("text"));
+    let summary = f
+        .console
+        .import("i1".into(), &csv, preview.suggested_column)
+        .await
+        .expect("import");
+    assert!(summary.complete);
+    assert_eq!(summary.progress.recorded, 3);
+    let progress: Vec<u64> = f
+        .events
+        .0
+        .lock()
+        .expect("events")
+        .iter()
+        .filter_map(|e| match e {
+            ConsoleEvent::Import { progress, .. } => Some(progress.rows_done),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, vec![0, 1, 2, 3]);
+    assert_eq!(summary.tallies.len(), 4);
+    let histogram_total: u64 = summary.tallies[0].histogram.iter().sum();
+    assert_eq!(histogram_total, 3);
+
+    let bad = f
+        .console
+        .preview_file(Path::new("/nonexistent/x.xlsx"))
+        .expect_err("bad type");
+    assert_eq!(kind(bad).kind, "file");
+
+    // Failed imports (toxic, financial advice) wait for review; the decisions stick and undo.
+    let queue = f.console.review_queue(50).await.expect("queue");
+    assert!(queue.remaining >= 2, "{queue:?}");
+    let first = f
+        .console
+        .review(queue.items[0].verdict_id, Decision::Agree, String::new())
+        .await
+        .expect("agree");
+    f.console
+        .review(
+            queue.items[1].verdict_id,
+            Decision::Overturn,
+            "looks fine".into(),
+        )
+        .await
+        .expect("overturn");
+    assert_eq!(
+        f.console.review_queue(50).await.expect("queue").remaining,
+        queue.remaining - 2
+    );
+    assert!(f.console.undo_review(first).await.expect("undo"));
+    assert_eq!(
+        f.console.review_queue(50).await.expect("queue").remaining,
+        queue.remaining - 1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_at_its_line() {
+    let f = start().await;
+    let message = "Selamat pagi, bagaimana cara mengganti kata sandi akun saya?";
+    let before = f
+        .console
+        .check(message.into())
+        .await
+        .expect("check")
+        .verdict;
+    let spam = before
+        .results
+        .iter()
+        .find(|r| r.key == "spam")
+        .expect("spam");
+    assert!(spam.passed);
+    let path = f.prompts.join("spam.txt");
+    let original = std::fs::read_to_string(&path).expect("read");
+    let threshold = format!("threshold: {:.6}", (spam.score / 2.0).max(1e-6));
+    let edited = original
+        .lines()
+        .map(|l| {
+            if l.starts_with("threshold:") {
+                threshold.as_str()
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+
+    // Tried first: the edit flips spam on this message, the saved template does not.
+    let tried = f
+        .console
+        .try_template("spam", &edited, vec![message.into()])
+        .await
+        .expect("try");
+    assert!(tried[0].flipped, "{tried:?}");
+
+    f.console
+        .save_template("spam", &edited)
+        .await
+        .expect("save");
+    let after = f
+        .console
+        .check(message.into())
+        .await
+        .expect("check")
+        .verdict;
+    let spam_after = after
+        .results
+        .iter()
+        .find(|r| r.key == "spam")
+        .expect("spam");
+    assert!(!spam_after.passed, "{spam_after:?}");
+    assert_eq!(
+        spam_after.decided_by,
+        ScoreSource::Head,
+        "a threshold edit keeps the head"
+    );
+    let versions = f.console.template_versions("spam").await.expect("versions");
+    assert_eq!(versions.len(), 1);
+
+    let broken = edited.replace(&threshold, "threshold: 7");
+    let refused = kind(
+        f.console
+            .save_template("spam", &broken)
+            .await
+            .expect_err("broken"),
+    );
+    assert_eq!(refused.kind, "template");
+    let line = original
+        .lines()
+        .position(|l| l.starts_with("threshold:"))
+        .map(|i| i as u32 + 1);
+    assert_eq!(refused.line, line);
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        edited,
+        "nothing lost"
+    );
+
+    // Broken on disk by another editor: reloaded without it; the others still answer.
+    std::fs::write(f.prompts.join("toxic.txt"), "no front matter").expect("write");
+    f.console.reload_templates().expect("reload");
+    let files = f.console.templates().expect("templates");
+    let toxic = files.iter().find(|t| t.key == "toxic").expect("toxic");
+    assert_eq!(toxic.problem.as_ref().and_then(|p| p.line), Some(1));
+    assert_eq!(toxic.scored_by, "off");
+    let rest = f
+        .console
+        .check(message.into())
+        .await
+        .expect("check")
+        .verdict;
+    let keys: Vec<&str> = rest.results.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys.len(), 3);
+    assert!(!keys.contains(&"toxic"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_http_endpoint_starts_and_stops_from_settings() {
+    let f = start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut settings = f.console.settings();
+    settings.http.enabled = true;
+    settings.http.port = port;
+    f.console
+        .update_settings(settings.clone())
+        .await
+        .expect("enable");
+    let status = f.console.http_status().await;
+    assert_eq!(status.address, Some(format!("http://127.0.0.1:{port}")));
+    let health: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{port}/health"))
+        .await
+        .expect("health")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(health["status"], "healthy");
+    assert_eq!(health["model"]["state"], "ready");
+
+    let mut public = settings.clone();
+    public.http.host = "0.0.0.0".into();
+    let refused = kind(
+        f.console
+            .update_settings(public)
+            .await
+            .expect_err("no token"),
+    );
+    assert!(refused.message.contains("token"), "{}", refused.message);
+
+    settings.http.enabled = false;
+    f.console.update_settings(settings).await.expect("disable");
+    assert!(!f.console.http_status().await.running);
+    assert!(reqwest::get(format!("http://127.0.0.1:{port}/health"))
+        .await
+        .is_err());
+}
