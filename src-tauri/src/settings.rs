@@ -146,11 +146,15 @@ mod tests {
 
     #[test]
     fn refuses_bad_values() {
-        let mut s = Settings::default();
-        s.rejection_language = "fr".into();
-        assert!(s.validate().is_err());
-        s = Settings::default();
-        s.review_margin = 0.9;
-        assert!(s.validate().is_err());
+        let french = Settings {
+            rejection_language: "fr".into(),
+            ..Settings::default()
+        };
+        assert!(french.validate().is_err());
+        let wide = Settings {
+            review_margin: 0.9,
+            ..Settings::default()
+        };
+        assert!(wide.validate().is_err());
     }
 }

@@ -94,7 +94,7 @@ pub fn problem_line(content: &str, problem: &str) -> Option<u32> {
         }
     }
     let line_of =
-        |pred: &dyn Fn(&str) -> bool| content.lines().position(|l| pred(l)).map(|i| i as u32 + 1);
+        |pred: &dyn Fn(&str) -> bool| content.lines().position(pred).map(|i| i as u32 + 1);
     if problem.contains("front matter block") {
         return Some(1);
     }
