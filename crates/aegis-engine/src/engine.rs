@@ -1,14 +1,16 @@
 //! The engine's public face: a `LanguageModel` that scores yes/no prompts and generates text,
 //! and `GemmaEngine`, which implements it on a local Gemma 3.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
-
-use std::ops::Range;
 
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::{EngineError, Result};
 use crate::model::{two_way_probability, Gemma3, KvCache, WeightFormat};
+use crate::packing::{PackRequest, PackedBatch};
+use crate::prefix_cache::{PrefixCache, PrefixCacheStats};
 use crate::source::{ResolvedModel, WeightFiles};
 use crate::tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};
 
@@ -40,6 +42,22 @@ pub trait LanguageModel: Send + Sync {
     /// P(Yes) at the end of each prompt (softmax over the logits of the `Yes` and `No` tokens),
     /// with the hidden states learned heads read, from the same forward pass.
     fn score(&self, prompts: &[Prompt]) -> Result<Scores>;
+
+    /// `score` for several messages at once (each with its own prompts), in one batch where the
+    /// model can: the worker drains concurrent requests into this. One message's error (too long,
+    /// say) does not fail the others.
+    fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<Result<Scores>> {
+        messages.iter().map(|prompts| self.score(prompts)).collect()
+    }
+
+    /// The cross-request cache of template openings, for reports; `None` without one.
+    fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
+        None
+    }
+
+    /// Drops cached template openings (templates changed; entries are keyed by their tokens, so
+    /// this only frees memory sooner).
+    fn clear_prefix_cache(&self) {}
 
     /// Greedy decoding after `prompt`, up to `max_tokens`, stopping at the end of the model's turn.
     /// Each new piece of text is passed to `on_text` as it is produced.
@@ -116,6 +134,8 @@ pub struct LoadOptions {
     pub weight_format: WeightFormat,
     /// Cap on prompt length in tokens; the model's own context when larger is never exceeded.
     pub max_context: usize,
+    /// Memory for cached template openings, kept across requests (0 turns the cache off).
+    pub prefix_cache_bytes: usize,
 }
 
 impl Default for LoadOptions {
@@ -126,6 +146,8 @@ impl Default for LoadOptions {
             // Attention here is computed densely; 4,096 tokens keeps one request's scratch memory
             // in the low hundreds of MiB on CPU while covering any chat message.
             max_context: 4096,
+            // 36 KiB per token for the 270M model, 136 KiB for 4B: room for many templates.
+            prefix_cache_bytes: 256 << 20,
         }
     }
 }
@@ -136,7 +158,15 @@ pub struct GemmaEngine {
     info: ModelInfo,
     yes_id: u32,
     no_id: u32,
+    prefix_cache: Mutex<PrefixCache>,
 }
+
+/// Pack rows per forward step: bounds the attention scratch memory of long prompts, while
+/// keeping matrix products large enough to run near the machine's GEMM rate.
+const PACK_CHUNK: usize = 512;
+
+/// Template openings shorter than this are recomputed rather than cached.
+const MIN_CACHED_OPENING: usize = 8;
 
 impl std::fmt::Debug for GemmaEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -179,6 +209,7 @@ impl GemmaEngine {
             info,
             yes_id,
             no_id,
+            prefix_cache: Mutex::new(PrefixCache::new(options.prefix_cache_bytes)),
         })
     }
 
@@ -250,34 +281,180 @@ fn device_name(device: &Device) -> String {
     }
 }
 
-/// Mean of the rows of `hidden` (`[len, hidden]`) inside `spans`; empty when they cover nothing.
-fn mean_rows(hidden: &Tensor, spans: &[Range<usize>]) -> Result<Vec<f32>> {
-    let positions: Vec<u32> = spans
-        .iter()
-        .flat_map(|s| s.clone())
-        .map(|p| p as u32)
-        .collect();
-    if positions.is_empty() {
+/// Mean of the rows of `hidden` (`[len, hidden]`) at `rows`; empty when there are none.
+fn mean_rows(hidden: &Tensor, rows: &[u32]) -> Result<Vec<f32>> {
+    if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let index = Tensor::new(positions.as_slice(), hidden.device())?;
-    let rows = hidden.index_select(&index, 0)?.to_dtype(DType::F32)?;
-    Ok(rows.mean(0)?.to_vec1()?)
+    let index = Tensor::new(rows, hidden.device())?;
+    let picked = hidden.index_select(&index, 0)?.to_dtype(DType::F32)?;
+    Ok(picked.mean(0)?.to_vec1()?)
 }
 
-/// Length of the token prefix all sequences share, leaving each at least one token of its own
-/// (the answer position must be computed per prompt).
-fn shared_prefix_len(seqs: &[&[u32]]) -> usize {
-    let Some(first) = seqs.first() else { return 0 };
-    let mut len = seqs
-        .iter()
-        .map(|s| s.len().saturating_sub(1))
-        .min()
-        .unwrap_or(0);
-    for seq in &seqs[1..] {
-        len = len.min(first.iter().zip(*seq).take_while(|(a, b)| a == b).count());
+/// Where a prompt's static opening ends: the template text before the user's first token (never
+/// the whole prompt: the answer position is computed per request). 0 when too short to cache.
+fn opening_len(prompt: &EncodedPrompt) -> usize {
+    let last = prompt.ids.len().saturating_sub(1);
+    let end = prompt
+        .user_spans
+        .first()
+        .map_or(last, |span| span.start)
+        .min(last);
+    if end >= MIN_CACHED_OPENING {
+        end
+    } else {
+        0
     }
-    len
+}
+
+fn common_prefix_len(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl GemmaEngine {
+    fn prefix_cache(&self) -> MutexGuard<'_, PrefixCache> {
+        self.prefix_cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keys and values for each opening: from the cross-request cache, or computed (sharing
+    /// work between openings of this call that begin alike) and then cached.
+    fn contexts_for(&self, openings: &[&[u32]]) -> Result<Vec<KvCache>> {
+        let mut cache = self.prefix_cache();
+        let mut computed: Vec<(&[u32], KvCache)> = Vec::new();
+        let mut contexts = Vec::with_capacity(openings.len());
+        for &opening in openings {
+            if let Some(kv) = cache.get(opening) {
+                contexts.push(kv);
+                continue;
+            }
+            let nearest = computed
+                .iter()
+                .map(|(tokens, kv)| (common_prefix_len(tokens, opening), kv))
+                .max_by_key(|(shared, _)| *shared)
+                .filter(|(shared, _)| *shared > 0);
+            let kv = match nearest {
+                Some((shared, kv)) => {
+                    let mut kv = kv.truncated(shared)?;
+                    if shared < opening.len() {
+                        self.model.forward(&opening[shared..], &mut kv)?;
+                    }
+                    kv
+                }
+                None => {
+                    let mut kv = KvCache::default();
+                    self.model.forward(opening, &mut kv)?;
+                    kv
+                }
+            };
+            cache.insert(opening.to_vec(), kv.clone());
+            computed.push((opening, kv.clone()));
+            contexts.push(kv);
+        }
+        Ok(contexts)
+    }
+
+    /// The fast path: every prompt of every message in one packed forward after the cached
+    /// openings. Shared tokens (a message common to all validators, say) are computed once.
+    fn score_encoded(
+        &self,
+        messages: &[Vec<EncodedPrompt>],
+        started: Instant,
+    ) -> Result<Vec<Scores>> {
+        let mut opening_index: HashMap<&[u32], usize> = HashMap::new();
+        let mut openings: Vec<&[u32]> = Vec::new();
+        let mut requests = Vec::new();
+        for prompt in messages.iter().flatten() {
+            let opened = opening_len(prompt);
+            let context = (opened > 0).then(|| {
+                let opening = &prompt.ids[..opened];
+                let index = *opening_index.entry(opening).or_insert_with(|| {
+                    openings.push(opening);
+                    openings.len() - 1
+                });
+                (index, opened)
+            });
+            requests.push(PackRequest {
+                context,
+                rest: &prompt.ids[opened..],
+            });
+        }
+        let contexts = self.contexts_for(&openings)?;
+        let batch = PackedBatch::build(&requests);
+        let hidden = self.model.forward_packed(&batch, &contexts, PACK_CHUNK)?;
+
+        let answer_rows: Vec<u32> = batch
+            .rows
+            .iter()
+            .map(|rows| rows.last().copied().unwrap_or(0) as u32)
+            .collect();
+        let answer_hidden =
+            hidden.index_select(&Tensor::new(answer_rows.as_slice(), hidden.device())?, 0)?;
+        let logits = self
+            .model
+            .logits_for_rows(&answer_hidden, &[self.yes_id, self.no_id])?;
+        let answer_hidden: Vec<Vec<f32>> = answer_hidden.to_dtype(DType::F32)?.to_vec2()?;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+
+        let mut answers = logits.into_iter().zip(answer_hidden);
+        let mut first_prompt = 0;
+        let mut scores = Vec::with_capacity(messages.len());
+        for prompts in messages {
+            let first = &prompts[0];
+            let opened = opening_len(first);
+            let user_rows: Vec<u32> = first
+                .user_spans
+                .iter()
+                .flat_map(|span| span.clone())
+                .map(|position| batch.rows[first_prompt][position - opened] as u32)
+                .collect();
+            scores.push(Scores {
+                answers: answers
+                    .by_ref()
+                    .take(prompts.len())
+                    .map(|(logits, answer_hidden)| Scored {
+                        p_yes: two_way_probability(logits[0], logits[1]),
+                        elapsed_ms,
+                        answer_hidden,
+                    })
+                    .collect(),
+                message_mean: mean_rows(&hidden, &user_rows)?,
+            });
+            first_prompt += prompts.len();
+        }
+        Ok(scores)
+    }
+
+    /// The plain path: one forward per prompt from an empty cache, nothing shared or cached. The
+    /// reference the fast path must equal, and a baseline for benchmarks.
+    pub fn score_separately(&self, prompts: &[Prompt]) -> Result<Scores> {
+        let started = Instant::now();
+        let mut answers = Vec::with_capacity(prompts.len());
+        let mut message_mean = Vec::new();
+        for (i, prompt) in prompts.iter().enumerate() {
+            let encoded = self.encode_checked(prompt)?;
+            let hidden = self.model.forward(&encoded.ids, &mut KvCache::default())?;
+            let answer = Gemma3::last_row(&hidden)?;
+            let logits = self.model.logits_for(&answer, &[self.yes_id, self.no_id])?;
+            if i == 0 {
+                let rows: Vec<u32> = encoded
+                    .user_spans
+                    .iter()
+                    .flat_map(|span| span.clone())
+                    .map(|p| p as u32)
+                    .collect();
+                message_mean = mean_rows(&hidden, &rows)?;
+            }
+            answers.push(Scored {
+                p_yes: two_way_probability(logits[0], logits[1]),
+                elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+                answer_hidden: answer.to_dtype(DType::F32)?.to_vec1()?,
+            });
+        }
+        Ok(Scores {
+            answers,
+            message_mean,
+        })
+    }
 }
 
 impl LanguageModel for GemmaEngine {
@@ -294,44 +471,68 @@ impl LanguageModel for GemmaEngine {
     }
 
     fn score(&self, prompts: &[Prompt]) -> Result<Scores> {
+        self.score_batch(std::slice::from_ref(&prompts.to_vec()))
+            .pop()
+            .unwrap_or(Err(EngineError::EmptyPrompt))
+    }
+
+    fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<Result<Scores>> {
         let started = Instant::now();
-        let encoded = prompts
-            .iter()
-            .map(|p| self.encode_checked(p))
-            .collect::<Result<Vec<_>>>()?;
-        let seqs: Vec<&[u32]> = encoded.iter().map(|e| e.ids.as_slice()).collect();
-        // The validators' prompts share their opening (preamble and message): compute it once.
-        let shared = shared_prefix_len(&seqs);
-        let mut base = KvCache::default();
-        let shared_hidden = if shared > 0 {
-            Some(self.model.forward(&seqs[0][..shared], &mut base)?)
-        } else {
-            None
-        };
-        let mut message_mean = Vec::new();
-        let mut answers = Vec::with_capacity(seqs.len());
-        for (i, seq) in seqs.iter().enumerate() {
-            let mut cache = base.clone();
-            let hidden = self.model.forward(&seq[shared..], &mut cache)?;
-            let answer = Gemma3::last_row(&hidden)?;
-            let logits = self.model.logits_for(&answer, &[self.yes_id, self.no_id])?;
-            if i == 0 {
-                let whole = match &shared_hidden {
-                    Some(prefix) => Tensor::cat(&[prefix, &hidden], 0)?,
-                    None => hidden.clone(),
-                };
-                message_mean = mean_rows(&whole, &encoded[0].user_spans)?;
+        let mut results: Vec<Option<Result<Scores>>> = Vec::with_capacity(messages.len());
+        let mut runnable = Vec::new();
+        let mut encoded_batch = Vec::new();
+        for (i, prompts) in messages.iter().enumerate() {
+            let encoded = prompts
+                .iter()
+                .map(|p| self.encode_checked(p))
+                .collect::<Result<Vec<_>>>();
+            match encoded {
+                Ok(encoded) if encoded.is_empty() => results.push(Some(Ok(Scores {
+                    answers: Vec::new(),
+                    message_mean: Vec::new(),
+                }))),
+                Ok(encoded) => {
+                    results.push(None);
+                    runnable.push(i);
+                    encoded_batch.push(encoded);
+                }
+                Err(e) => results.push(Some(Err(e))),
             }
-            answers.push(Scored {
-                p_yes: two_way_probability(logits[0], logits[1]),
-                elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
-                answer_hidden: answer.to_dtype(DType::F32)?.to_vec1()?,
-            });
         }
-        Ok(Scores {
-            answers,
-            message_mean,
-        })
+        match self.score_encoded(&encoded_batch, started) {
+            Ok(scores) => {
+                for (i, scored) in runnable.iter().zip(scores) {
+                    results[*i] = Some(Ok(scored));
+                }
+            }
+            // Should a batch fail as a whole, give each message its own answer (or error).
+            Err(e) if runnable.len() > 1 => {
+                tracing::warn!(error = %e, messages = runnable.len(), "batched scoring failed; scoring one message at a time");
+                for (i, encoded) in runnable.iter().zip(encoded_batch) {
+                    results[*i] = Some(
+                        self.score_encoded(std::slice::from_ref(&encoded), Instant::now())
+                            .map(|mut s| s.remove(0)),
+                    );
+                }
+            }
+            Err(e) => {
+                if let Some(&i) = runnable.first() {
+                    results[i] = Some(Err(e));
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(EngineError::EmptyPrompt)))
+            .collect()
+    }
+
+    fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
+        Some(self.prefix_cache().stats())
+    }
+
+    fn clear_prefix_cache(&self) {
+        self.prefix_cache().clear();
     }
 
     fn generate(
@@ -374,21 +575,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shared_prefix_leaves_every_prompt_a_token() {
-        assert_eq!(shared_prefix_len(&[&[1, 2, 3, 4], &[1, 2, 3, 5]]), 3);
-        assert_eq!(shared_prefix_len(&[&[1, 2, 3], &[1, 2, 3]]), 2);
-        assert_eq!(shared_prefix_len(&[&[1, 2], &[3]]), 0);
-        assert_eq!(shared_prefix_len(&[&[7, 8, 9]]), 2);
-        assert_eq!(shared_prefix_len(&[]), 0);
-    }
-
-    #[test]
-    fn mean_rows_averages_only_the_spans() -> Result<()> {
+    fn mean_rows_averages_only_the_chosen_rows() -> Result<()> {
         let hidden = Tensor::new(
             &[[1f32, 10.], [2., 20.], [3., 30.], [4., 40.]],
             &Device::Cpu,
         )?;
-        assert_eq!(mean_rows(&hidden, &[1..2, 3..4])?, vec![3.0, 30.0]);
+        assert_eq!(mean_rows(&hidden, &[1, 3])?, vec![3.0, 30.0]);
         assert!(mean_rows(&hidden, &[])?.is_empty());
         Ok(())
     }

@@ -6,6 +6,8 @@ mod engine;
 mod error;
 mod hash;
 mod model;
+mod packing;
+mod prefix_cache;
 mod source;
 mod tokenizer;
 
@@ -16,6 +18,7 @@ pub use engine::{
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
+pub use prefix_cache::PrefixCacheStats;
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,
     ResolvedModel, WeightFiles, MODEL_DIR_ENV,

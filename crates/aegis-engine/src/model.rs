@@ -11,6 +11,7 @@ use candle_core::{DType, Device, Module, Tensor};
 
 use crate::config::{hf_tensor_name, Gemma3Config};
 use crate::error::{EngineError, Result};
+use crate::packing::PackedBatch;
 use crate::source::WeightFiles;
 
 /// How linear-layer weights are held in memory.
@@ -100,6 +101,37 @@ impl KvCache {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    #[cfg(test)]
+    pub(crate) fn from_parts(layers: Vec<Option<(Tensor, Tensor)>>, len: usize) -> Self {
+        Self { layers, len }
+    }
+
+    /// Memory the keys and values take.
+    pub fn bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.elem_count() + v.elem_count()) * k.dtype().size_in_bytes())
+            .sum()
+    }
+
+    /// The first `len` positions, in storage of their own (a view would keep the whole alive).
+    pub fn truncated(&self, len: usize) -> Result<Self> {
+        let len = len.min(self.len);
+        let layers = self
+            .layers
+            .iter()
+            .map(|slot| {
+                slot.as_ref()
+                    .map(|(k, v)| -> Result<(Tensor, Tensor)> {
+                        Ok((k.narrow(2, 0, len)?.copy()?, v.narrow(2, 0, len)?.copy()?))
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { layers, len })
     }
 }
 
@@ -317,24 +349,100 @@ impl Gemma3 {
         if cache.layers.len() != self.layers.len() {
             cache.layers = vec![None; self.layers.len()];
         }
+        let positions: Vec<usize> = (start..total).collect();
+        let masks = (
+            self.mask(start, len, None)?,
+            self.mask(start, len, Some(cfg.sliding_window))?,
+        );
+        let no_context = vec![None; self.layers.len()];
+        let hidden = self.run_layers(tokens, &positions, &masks, &no_context, &mut cache.layers)?;
+        cache.len = total;
+        Ok(hidden)
+    }
+
+    /// Runs a packed batch (see `packing`) after the cached `contexts` it refers to, `chunk` pack
+    /// rows at a time so scratch memory stays bounded however long the prompts are. Returns the
+    /// final-normed hidden state of every pack row, `[batch.len(), hidden]`.
+    pub(crate) fn forward_packed(
+        &self,
+        batch: &PackedBatch,
+        contexts: &[KvCache],
+        chunk: usize,
+    ) -> Result<Tensor> {
+        if batch.len() == 0 {
+            return Err(EngineError::EmptyPrompt);
+        }
+        let mut context_offsets = Vec::with_capacity(contexts.len());
+        let mut context_total = 0;
+        for context in contexts {
+            context_offsets.push(context_total);
+            context_total += context.len;
+        }
+        let fixed = (0..self.layers.len())
+            .map(|layer| {
+                let parts: Vec<&(Tensor, Tensor)> = contexts
+                    .iter()
+                    .filter_map(|c| c.layers.get(layer).and_then(Option::as_ref))
+                    .collect();
+                if parts.is_empty() {
+                    return Ok(None);
+                }
+                let keys: Vec<&Tensor> = parts.iter().map(|(k, _)| k).collect();
+                let values: Vec<&Tensor> = parts.iter().map(|(_, v)| v).collect();
+                Ok(Some((Tensor::cat(&keys, 2)?, Tensor::cat(&values, 2)?)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut slots = vec![None; self.layers.len()];
+        let mut hidden = Vec::new();
+        let mut start = 0;
+        while start < batch.len() {
+            let end = (start + chunk.max(1)).min(batch.len());
+            let mask = |window| {
+                Tensor::from_vec(
+                    batch.mask(start..end, &context_offsets, context_total, window),
+                    (end - start, context_total + end),
+                    &self.device,
+                )
+            };
+            let masks = (mask(None)?, mask(Some(self.config.sliding_window))?);
+            hidden.push(self.run_layers(
+                &batch.tokens[start..end],
+                &batch.positions[start..end],
+                &masks,
+                &fixed,
+                &mut slots,
+            )?);
+            start = end;
+        }
+        Ok(Tensor::cat(&hidden, 0)?)
+    }
+
+    /// Every layer over new `tokens` at `positions`. Their queries see `fixed` keys (not
+    /// extended), then what `slots` hold (extended by the new keys), then each other, as the
+    /// `(global, sliding)` masks allow.
+    fn run_layers(
+        &self,
+        tokens: &[u32],
+        positions: &[usize],
+        (global_mask, local_mask): &(Tensor, Tensor),
+        fixed: &[Option<(Tensor, Tensor)>],
+        slots: &mut [Option<(Tensor, Tensor)>],
+    ) -> Result<Tensor> {
+        let cfg = &self.config;
         let ids = Tensor::new(tokens, &self.device)?;
         let mut xs = (self.embedding.rows(&ids)? * (cfg.hidden_size as f64).sqrt())?;
-
         let global_rope =
-            self.rope_tables(start, len, cfg.rope_global_base, cfg.rope_global_scale)?;
-        let local_rope = self.rope_tables(start, len, cfg.rope_local_base, 1.0)?;
-        let global_mask = self.mask(start, len, None)?;
-        let local_mask = self.mask(start, len, Some(cfg.sliding_window))?;
-
-        for (layer, slot) in self.layers.iter().zip(cache.layers.iter_mut()) {
+            self.rope_tables(positions, cfg.rope_global_base, cfg.rope_global_scale)?;
+        let local_rope = self.rope_tables(positions, cfg.rope_local_base, 1.0)?;
+        for ((layer, slot), fixed) in self.layers.iter().zip(slots.iter_mut()).zip(fixed) {
             let (rope, mask) = if layer.sliding {
-                (&local_rope, &local_mask)
+                (&local_rope, local_mask)
             } else {
-                (&global_rope, &global_mask)
+                (&global_rope, global_mask)
             };
             let residual = xs.clone();
             let h = layer.attn_norm.forward(&xs)?;
-            let h = self.attention(layer, &h, rope, mask, slot)?;
+            let h = self.attention(layer, &h, rope, mask, fixed.as_ref(), slot)?;
             xs = (residual + layer.post_attn_norm.forward(&h)?)?;
             let residual = xs.clone();
             let h = layer.ffn_norm.forward(&xs)?;
@@ -344,7 +452,6 @@ impl Gemma3 {
                 .forward(&(gate * layer.up_proj.forward(&h)?)?)?;
             xs = (residual + layer.post_ffn_norm.forward(&h)?)?;
         }
-        cache.len = total;
         self.final_norm.forward(&xs)
     }
 
@@ -354,6 +461,7 @@ impl Gemma3 {
         xs: &Tensor,
         (cos, sin): &(Tensor, Tensor),
         mask: &Tensor,
+        fixed: Option<&(Tensor, Tensor)>,
         slot: &mut Option<(Tensor, Tensor)>,
     ) -> Result<Tensor> {
         let cfg = &self.config;
@@ -376,6 +484,10 @@ impl Gemma3 {
             None => (k, v),
         };
         *slot = Some((k.clone(), v.clone()));
+        let (k, v) = match fixed {
+            Some((fk, fv)) => (Tensor::cat(&[fk, &k], 2)?, Tensor::cat(&[fv, &v], 2)?),
+            None => (k, v),
+        };
         let seen = k.dim(2)?;
 
         // Grouped-query attention without copying K/V: fold each KV head's query group into rows.
@@ -396,18 +508,13 @@ impl Gemma3 {
         Ok(layer.o_proj.forward(&out)?)
     }
 
-    /// cos/sin for positions `start..start+len`, half the head dimension wide (rotate-half RoPE).
-    fn rope_tables(
-        &self,
-        start: usize,
-        len: usize,
-        base: f64,
-        scale: f64,
-    ) -> Result<(Tensor, Tensor)> {
+    /// cos/sin for `positions`, half the head dimension wide (rotate-half RoPE).
+    fn rope_tables(&self, positions: &[usize], base: f64, scale: f64) -> Result<(Tensor, Tensor)> {
         let half = self.config.head_dim / 2;
+        let len = positions.len();
         let mut cos = Vec::with_capacity(len * half);
         let mut sin = Vec::with_capacity(len * half);
-        for pos in start..start + len {
+        for &pos in positions {
             let pos = pos as f64 / scale;
             for i in 0..half {
                 let inv_freq = base.powf(-(2.0 * i as f64) / self.config.head_dim as f64);
@@ -446,9 +553,17 @@ impl Gemma3 {
     /// Logits of a few tokens only: the output head's rows for `ids` against one hidden state.
     /// Scoring needs two of 262,144 rows; computing all of them would dominate a short prompt.
     pub fn logits_for(&self, hidden: &Tensor, ids: &[u32]) -> Result<Vec<f32>> {
-        let rows = self.embedding.rows(&Tensor::new(ids, &self.device)?)?; // [n, hidden]
-        let logits = rows.matmul(&hidden.unsqueeze(1)?)?.squeeze(1)?;
-        Ok(logits.to_dtype(DType::F32)?.to_vec1()?)
+        Ok(self
+            .logits_for_rows(&hidden.unsqueeze(0)?, ids)?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// `logits_for` for each row of `hidden` (`[rows, hidden]`): `[rows][ids.len()]`.
+    pub fn logits_for_rows(&self, hidden: &Tensor, ids: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let heads = self.embedding.rows(&Tensor::new(ids, &self.device)?)?; // [n, hidden]
+        let logits = hidden.matmul(&heads.t()?)?; // [rows, n]
+        Ok(logits.to_dtype(DType::F32)?.to_vec2()?)
     }
 
     /// The hidden state of the last position of a `[len, hidden]` block.

@@ -56,32 +56,106 @@ fn scores_are_probabilities_that_vary_and_repeat() {
     );
 }
 
-#[test]
-fn shared_prefix_scoring_equals_one_prompt_at_a_time() {
-    let prompts = vec![
-        prompt(
-            "Is this message spam?",
-            "Beli saham BBCA sekarang, pasti cuan!",
-        ),
-        prompt(
-            "Is this message financial advice?",
-            "Beli saham BBCA sekarang, pasti cuan!",
-        ),
+/// Validator-shaped prompts: a static opening, the message, then (`policy_first == false`) the
+/// policy and question, or (`true`) the policy before the message.
+fn validator_prompts(message: &str, policy_first: bool) -> Vec<Vec<Segment>> {
+    let policies = [
+        "No spam: no promotions, prize scams, phishing or chain messages.",
+        "No toxicity: no insults, slurs, profanity or demeaning language.",
+        "No harassment: no threats, intimidation or targeted abuse of a person.",
+        "No financial advice: no recommendations to buy or sell specific investments.",
     ];
-    let together = engine().score(&prompts).expect("together");
-    for (p, joint) in prompts.iter().zip(&together.answers) {
-        let alone = engine().score(std::slice::from_ref(p)).expect("alone");
-        let alone_answer = &alone.answers[0];
-        assert!(
-            (alone_answer.p_yes - joint.p_yes).abs() < 1e-3,
-            "{} vs {}",
-            alone_answer.p_yes,
-            joint.p_yes
-        );
-        assert!(max_abs_diff(&alone_answer.answer_hidden, &joint.answer_hidden) < 1e-3);
-        // The message's own tokens see only what precedes them, not the policy question.
-        assert!(max_abs_diff(&alone.message_mean, &together.message_mean) < 1e-3);
+    let opening = "<start_of_turn>user\nYou are a policy expert deciding whether a chat message violates a safety policy.\n\n";
+    let question = "Does the message violate the policy? Answer Yes or No.<end_of_turn>\n<start_of_turn>model\n";
+    policies
+        .iter()
+        .map(|policy| {
+            if policy_first {
+                vec![
+                    Segment::Template(format!("{opening}Policy: {policy}\n\n<message>\n")),
+                    Segment::User(message.into()),
+                    Segment::Template(format!("\n</message>\n\n{question}")),
+                ]
+            } else {
+                vec![
+                    Segment::Template(format!("{opening}<message>\n")),
+                    Segment::User(message.into()),
+                    Segment::Template(format!("\n</message>\n\nPolicy: {policy}\n\n{question}")),
+                ]
+            }
+        })
+        .collect()
+}
+
+/// Messages from a few tokens to past the sliding window (512) and the pack chunk (512 rows).
+fn messages_of_many_lengths() -> Vec<String> {
+    let sentence = "Halo kak, saya mau tanya soal pesanan saya kemarin yang belum sampai juga ya. ";
+    vec![
+        "hi".into(),
+        "Selamat! Anda menang hadiah 10 juta, klik link ini".into(),
+        "dasar goblok kamu, awas ya kalau ketemu".into(),
+        "Beli saham BBCA sekarang, pasti cuan!".into(),
+        sentence.repeat(6),
+        sentence.repeat(40),
+        "Buy now, limited offer: ".repeat(60),
+    ]
+}
+
+/// Issue 6, item 6: the fast path (prefix cache, token trie, one packed batch over many messages)
+/// changes speed, never answers.
+#[test]
+fn the_fast_path_equals_one_prompt_at_a_time() {
+    let messages = messages_of_many_lengths();
+    for policy_first in [false, true] {
+        engine().clear_prefix_cache();
+        let batch: Vec<Vec<Vec<Segment>>> = messages
+            .iter()
+            .map(|m| validator_prompts(m, policy_first))
+            .collect();
+        // Cold cache, then warm; all messages in one batch, then one at a time.
+        let cold = engine().score_batch(&batch);
+        let warm = engine().score_batch(&batch);
+        let stats = engine()
+            .prefix_cache_stats()
+            .expect("the engine has a prefix cache");
+        assert!(stats.hits > 0, "{stats:?}");
+        for (i, prompts) in batch.iter().enumerate() {
+            let reference = engine().score_separately(prompts).expect("separately");
+            let alone = engine().score(prompts).expect("alone");
+            for fast in [&cold[i], &warm[i]] {
+                let fast = fast.as_ref().expect("batched");
+                for (validator, (want, got)) in
+                    reference.answers.iter().zip(&fast.answers).enumerate()
+                {
+                    assert!(
+                        (want.p_yes - got.p_yes).abs() < 1e-3,
+                        "message {i} validator {validator} policy_first {policy_first}: {} vs {}",
+                        want.p_yes,
+                        got.p_yes
+                    );
+                    assert!(max_abs_diff(&want.answer_hidden, &got.answer_hidden) < 2e-2);
+                }
+                assert!(max_abs_diff(&reference.message_mean, &fast.message_mean) < 2e-2);
+            }
+            for (want, got) in reference.answers.iter().zip(&alone.answers) {
+                assert!((want.p_yes - got.p_yes).abs() < 1e-3);
+            }
+        }
     }
+}
+
+#[test]
+fn one_bad_message_does_not_fail_its_batch() {
+    let long = "kata ".repeat(5000);
+    let batch = vec![
+        validator_prompts("halo", false),
+        validator_prompts(&long, false),
+        validator_prompts("promo gratis", false),
+    ];
+    let results = engine().score_batch(&batch);
+    assert!(results[0].is_ok() && results[2].is_ok());
+    let err = results[1].as_ref().unwrap_err().to_string();
+    assert!(err.contains("over the model's context"), "{err}");
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

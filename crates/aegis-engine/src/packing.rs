@@ -1,0 +1,207 @@
+//! Many prompts as one forward pass: their tokens after a cached context are merged into a token
+//! trie (a shared opening is computed once), laid out in one packed sequence, and kept apart by an
+//! attention mask in which each token sees only its own ancestors and its own cached context.
+
+use std::collections::HashMap;
+
+/// One prompt to pack: the cached context it continues (if any) and its tokens after it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PackRequest<'a> {
+    /// Index into the contexts passed to the forward pass, and that context's length in tokens.
+    pub context: Option<(usize, usize)>,
+    pub rest: &'a [u32],
+}
+
+/// The unique tokens of a set of prompts, parents before children.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PackedBatch {
+    pub tokens: Vec<u32>,
+    /// Position of each token in its own sequence (context included): what RoPE sees.
+    pub positions: Vec<usize>,
+    /// The previous token of the same sequence, when it is in the pack.
+    pub parents: Vec<Option<usize>>,
+    /// The cached context each token continues: `(index, length)`.
+    pub contexts: Vec<Option<(usize, usize)>>,
+    /// For every prompt, the pack index of each of its tokens after its context.
+    pub rows: Vec<Vec<usize>>,
+}
+
+impl PackedBatch {
+    pub fn build(requests: &[PackRequest<'_>]) -> Self {
+        let mut batch = Self::default();
+        // (context, parent, token) -> pack index: identical openings become one node.
+        let mut nodes: HashMap<(Option<usize>, Option<usize>, u32), usize> = HashMap::new();
+        for request in requests {
+            let start = request.context.map_or(0, |(_, len)| len);
+            let context_index = request.context.map(|(index, _)| index);
+            let mut parent = None;
+            let mut rows = Vec::with_capacity(request.rest.len());
+            for (offset, &token) in request.rest.iter().enumerate() {
+                let index = *nodes
+                    .entry((context_index, parent, token))
+                    .or_insert_with(|| {
+                        batch.tokens.push(token);
+                        batch.positions.push(start + offset);
+                        batch.parents.push(parent);
+                        batch.contexts.push(request.context);
+                        batch.tokens.len() - 1
+                    });
+                rows.push(index);
+                parent = Some(index);
+            }
+            batch.rows.push(rows);
+        }
+        batch
+    }
+
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Additive attention mask for pack rows `rows`, over the columns
+    /// `[every context, in order (offsets from context_offsets)] ++ [pack tokens 0..rows.end]`.
+    /// `window`: a sliding layer sees only keys fewer than `window` positions back.
+    pub fn mask(
+        &self,
+        rows: std::ops::Range<usize>,
+        context_offsets: &[usize],
+        context_total: usize,
+        window: Option<usize>,
+    ) -> Vec<f32> {
+        let columns = context_total + rows.end;
+        let mut mask = vec![f32::NEG_INFINITY; rows.len() * columns];
+        let near = |query: usize, key: usize| window.is_none_or(|w| query - key < w);
+        for (r, row) in rows.clone().enumerate() {
+            let line = &mut mask[r * columns..(r + 1) * columns];
+            let query = self.positions[row];
+            let mut node = Some(row);
+            while let Some(n) = node {
+                if !near(query, self.positions[n]) {
+                    break;
+                }
+                line[context_total + n] = 0.0;
+                node = self.parents[n];
+            }
+            if let Some((index, len)) = self.contexts[row] {
+                let offset = context_offsets[index];
+                for key in 0..len {
+                    if near(query, key) {
+                        line[offset + key] = 0.0;
+                    }
+                }
+            }
+        }
+        mask
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_openings_are_packed_once() {
+        let batch = PackedBatch::build(&[
+            PackRequest {
+                context: None,
+                rest: &[1, 2, 3],
+            },
+            PackRequest {
+                context: None,
+                rest: &[1, 2, 4, 5],
+            },
+        ]);
+        assert_eq!(batch.tokens, vec![1, 2, 3, 4, 5]);
+        assert_eq!(batch.positions, vec![0, 1, 2, 2, 3]);
+        assert_eq!(
+            batch.parents,
+            vec![None, Some(0), Some(1), Some(1), Some(3)]
+        );
+        assert_eq!(batch.rows, vec![vec![0, 1, 2], vec![0, 1, 3, 4]]);
+    }
+
+    #[test]
+    fn different_contexts_never_share_tokens() {
+        let batch = PackedBatch::build(&[
+            PackRequest {
+                context: Some((0, 10)),
+                rest: &[7, 8],
+            },
+            PackRequest {
+                context: Some((1, 4)),
+                rest: &[7, 8],
+            },
+        ]);
+        assert_eq!(batch.len(), 4);
+        assert_eq!(batch.positions, vec![10, 11, 4, 5]);
+    }
+
+    #[test]
+    fn identical_prompts_share_every_row() {
+        let batch = PackedBatch::build(&[
+            PackRequest {
+                context: None,
+                rest: &[1, 2],
+            },
+            PackRequest {
+                context: None,
+                rest: &[1, 2],
+            },
+        ]);
+        assert_eq!(batch.len(), 2);
+        assert_eq!(batch.rows[0], batch.rows[1]);
+    }
+
+    #[test]
+    fn a_token_sees_its_context_and_its_ancestors_only() {
+        // Context 0 has 2 tokens; prompt A = ctx0 + [5, 6], prompt B = [5, 7] without context.
+        let batch = PackedBatch::build(&[
+            PackRequest {
+                context: Some((0, 2)),
+                rest: &[5, 6],
+            },
+            PackRequest {
+                context: None,
+                rest: &[5, 7],
+            },
+        ]);
+        let mask = batch.mask(0..batch.len(), &[0], 2, None);
+        let visible: Vec<Vec<bool>> = mask
+            .chunks(2 + batch.len())
+            .map(|line| line.iter().map(|v| *v == 0.0).collect())
+            .collect();
+        let (t, f) = (true, false);
+        assert_eq!(
+            visible,
+            vec![
+                // ctx0 ctx1 | A5 A6 B5 B7
+                vec![t, t, t, f, f, f],
+                vec![t, t, t, t, f, f],
+                vec![f, f, f, f, t, f],
+                vec![f, f, f, f, t, t],
+            ]
+        );
+    }
+
+    #[test]
+    fn sliding_window_hides_distant_keys() {
+        let batch = PackedBatch::build(&[PackRequest {
+            context: Some((0, 3)),
+            rest: &[1, 2],
+        }]);
+        // Row for position 4 with a window of 2 sees positions 3 and 4 only.
+        let mask = batch.mask(1..2, &[0], 3, Some(2));
+        let visible: Vec<bool> = mask.iter().map(|v| *v == 0.0).collect();
+        assert_eq!(visible, vec![false, false, false, true, true]);
+    }
+
+    #[test]
+    fn masks_of_a_chunk_cover_only_keys_so_far() {
+        let batch = PackedBatch::build(&[PackRequest {
+            context: None,
+            rest: &[1, 2, 3],
+        }]);
+        let mask = batch.mask(1..2, &[], 0, None);
+        assert_eq!(mask, vec![0.0, 0.0]);
+    }
+}
