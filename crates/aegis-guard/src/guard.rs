@@ -222,18 +222,48 @@ impl Guard {
     /// Every validator's prompt about `text`, answered in one model call: P(Yes) per validator and
     /// the hidden states heads read (also what training uses).
     pub fn analyse(&self, text: &str) -> Result<Scores> {
-        if text.trim().is_empty() {
-            return Err(GuardError::EmptyText);
+        self.analyse_batch(&[text]).remove(0)
+    }
+
+    /// `analyse` for several messages in one batched model call; each gets its own result.
+    pub fn analyse_batch(&self, texts: &[&str]) -> Vec<Result<Scores>> {
+        let mut results: Vec<Option<Result<Scores>>> = Vec::with_capacity(texts.len());
+        let mut runnable = Vec::new();
+        let mut prompts = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            if text.trim().is_empty() {
+                results.push(Some(Err(GuardError::EmptyText)));
+            } else {
+                results.push(None);
+                runnable.push(i);
+                prompts.push(self.validators.iter().map(|v| v.prompt(text)).collect());
+            }
         }
-        let prompts: Vec<Vec<Segment>> = self.validators.iter().map(|v| v.prompt(text)).collect();
-        self.model
-            .score(&prompts)
-            .map_err(|e| self.explain_engine_error(e, text))
+        for (i, scored) in runnable.into_iter().zip(self.model.score_batch(&prompts)) {
+            results[i] = Some(scored.map_err(|e| self.explain_engine_error(e, texts[i])));
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(GuardError::EmptyText)))
+            .collect()
     }
 
     pub fn check(&self, text: &str) -> Result<Verdict> {
+        self.check_batch(&[text]).remove(0)
+    }
+
+    /// Verdicts on several messages, scored in one batch (the worker drains concurrent requests
+    /// into this); each message gets its own verdict or error.
+    pub fn check_batch(&self, texts: &[&str]) -> Vec<Result<Verdict>> {
         let started = Instant::now();
-        let scores = self.analyse(text)?;
+        self.analyse_batch(texts)
+            .into_iter()
+            .zip(texts)
+            .map(|(scores, text)| self.verdict(text, &scores?, started))
+            .collect()
+    }
+
+    fn verdict(&self, text: &str, scores: &Scores, started: Instant) -> Result<Verdict> {
         let results = self
             .validators
             .iter()

@@ -3,6 +3,10 @@
 //! skipped instead of computed. The guard it runs can be swapped while it serves (templates
 //! edited live); every verdict comes back with the templates that produced it, so history records
 //! the right versions even when a swap lands between two requests.
+//!
+//! Dynamic batching: whatever is already queued when the worker turns to it (HTTP requests, an
+//! import, the window) is scored in one batch, up to a bound on batch text. A lone request never
+//! waits for company: the worker only takes what has already arrived.
 
 use std::sync::{Arc, RwLock};
 
@@ -62,6 +66,12 @@ struct Job {
     reply: oneshot::Sender<Result<Checked, GuardError>>,
 }
 
+/// At most this many messages share one batch.
+const MAX_BATCH_MESSAGES: usize = 32;
+/// At most this much message text (about 4,000 tokens) shares one batch, so a batch's latency
+/// stays near that of its longest member.
+const MAX_BATCH_TEXT_BYTES: usize = 16 * 1024;
+
 #[derive(Clone)]
 pub struct Worker {
     jobs: mpsc::Sender<Job>,
@@ -112,18 +122,20 @@ impl Worker {
                     model: info.id,
                     device: info.device,
                 });
-                while let Some(job) = receiver.blocking_recv() {
-                    if job.reply.is_closed() {
-                        continue; // The client gave up; spend nothing on it.
+                let mut held_over = None;
+                while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
+                    let mut batch = vec![first];
+                    let mut text_bytes = batch[0].text.len();
+                    while batch.len() < MAX_BATCH_MESSAGES {
+                        let Ok(next) = receiver.try_recv() else { break };
+                        if text_bytes + next.text.len() > MAX_BATCH_TEXT_BYTES {
+                            held_over = Some(next);
+                            break;
+                        }
+                        text_bytes += next.text.len();
+                        batch.push(next);
                     }
-                    let Some(loaded) = job.guard.or_else(|| this.loaded()) else {
-                        continue;
-                    };
-                    let checked = loaded.guard.check(&job.text).map(|verdict| Checked {
-                        verdict,
-                        templates: loaded.templates.clone(),
-                    });
-                    let _ = job.reply.send(checked);
+                    this.run_batch(batch);
                 }
             });
         if let Err(e) = spawned {
@@ -132,6 +144,40 @@ impl Worker {
             )));
         }
         worker
+    }
+
+    /// Checks a drained batch: jobs whose clients have gone are dropped, the rest are grouped by
+    /// the guard they run and each group is scored as one batch.
+    fn run_batch(&self, jobs: Vec<Job>) {
+        let mut groups: Vec<(LoadedGuard, Vec<Job>)> = Vec::new();
+        for job in jobs {
+            if job.reply.is_closed() {
+                continue; // The client gave up; spend nothing on it.
+            }
+            let Some(loaded) = job.guard.clone().or_else(|| self.loaded()) else {
+                continue;
+            };
+            match groups
+                .iter_mut()
+                .find(|(g, _)| Arc::ptr_eq(&g.guard, &loaded.guard))
+            {
+                Some((_, group)) => group.push(job),
+                None => groups.push((loaded, vec![job])),
+            }
+        }
+        for (loaded, jobs) in groups {
+            let texts: Vec<&str> = jobs.iter().map(|j| j.text.as_str()).collect();
+            let verdicts = loaded.guard.check_batch(&texts);
+            if jobs.len() > 1 {
+                tracing::debug!(messages = jobs.len(), "scored a batch");
+            }
+            for (job, verdict) in jobs.into_iter().zip(verdicts) {
+                let _ = job.reply.send(verdict.map(|verdict| Checked {
+                    verdict,
+                    templates: loaded.templates.clone(),
+                }));
+            }
+        }
     }
 
     pub fn status(&self) -> ModelStatus {
@@ -157,8 +203,10 @@ impl Worker {
             .clone()
     }
 
-    /// Every request queued after this call runs `guard` (on the same model).
+    /// Every request queued after this call runs `guard` (on the same model). Cached template
+    /// openings of the old guard are dropped.
     pub fn replace_guard(&self, guard: Guard) {
+        guard.model().clear_prefix_cache();
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(LoadedGuard::new(guard));
     }
 

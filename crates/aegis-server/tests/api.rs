@@ -307,3 +307,48 @@ where
     }
     out
 }
+
+/// Concurrent requests are drained into shared batches (issue 6); each still gets exactly the
+/// verdict it gets alone.
+#[tokio::test]
+async fn concurrent_requests_get_the_verdicts_they_get_alone() {
+    let server = start(ServerConfig::default(), 64).await;
+    let client = reqwest::Client::new();
+    let messages = [
+        "Selamat! Anda memenangkan hadiah 10 juta, klik link ini",
+        "Bagaimana cara top up saldo?",
+        "dasar goblok kamu",
+        "Beli saham BBCA sekarang, pasti cuan!",
+        "awas kamu ya, aku tahu rumahmu",
+        "terima kasih banyak kak",
+        "Promo gratis ongkir hari ini saja, follow akun kami",
+        "What time does the store open tomorrow?",
+    ];
+    let ask = |question: &'static str| {
+        let client = client.clone();
+        let url = server.url("/validate");
+        async move {
+            client
+                .post(url)
+                .json(&json!({"user_id": "batch", "question": question}))
+                .send()
+                .await
+                .expect("send")
+                .json::<Value>()
+                .await
+                .expect("json")
+        }
+    };
+    let together = futures_join_all(messages.iter().map(|m| ask(m))).await;
+    for (message, batched) in messages.iter().zip(&together) {
+        let mut alone = ask(message).await;
+        let mut batched = batched.clone();
+        // Scores agree to float rounding (summation order differs in a batch); the rest exactly.
+        let (want, got) = (alone["scores"].take(), batched["scores"].take());
+        for (key, want) in want.as_object().expect("scores") {
+            let (want, got) = (want.as_f64().expect("score"), got[key].as_f64().expect("score"));
+            assert!((want - got).abs() < 1e-3, "{message} {key}: {want} vs {got}");
+        }
+        assert_eq!(alone, batched, "{message}");
+    }
+}
