@@ -1,5 +1,6 @@
 //! `aegis`: the headless twin of the desktop console.
 
+mod bench;
 mod check;
 mod history_cmd;
 mod import;
@@ -33,6 +34,8 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
+    /// Time verdicts: the original method, one prompt at a time, our fast path and llama.cpp.
+    Bench(Box<bench::BenchArgs>),
     /// Model utilities.
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
@@ -61,6 +64,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),
         Command::History(args) => history_cmd::run(*args),
+        Command::Bench(args) => bench::run(*args),
         Command::Model(command) => model_cmd::run(command),
     };
     match result {

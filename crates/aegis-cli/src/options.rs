@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_engine::{
-    resolve, DeviceChoice, GemmaEngine, HubOptions, LoadOptions, ModelSpec, WeightFormat,
+    resolve, DeviceChoice, GemmaEngine, HubOptions, LoadOptions, ModelSpec, ResolvedModel,
+    WeightFormat,
 };
 use aegis_guard::{Guard, GuardError, RejectionMode};
 use anyhow::{Context, Result};
@@ -44,6 +45,11 @@ pub struct GuardArgs {
 
 impl ModelArgs {
     pub fn load(&self) -> Result<GemmaEngine> {
+        Ok(self.load_with_files()?.0)
+    }
+
+    /// The engine and the files it was loaded from.
+    pub fn load_with_files(&self) -> Result<(GemmaEngine, ResolvedModel)> {
         let started = Instant::now();
         let spec = ModelSpec::parse(&self.model)?;
         let hub = HubOptions {
@@ -59,6 +65,7 @@ impl ModelArgs {
                 .parse::<WeightFormat>()
                 .map_err(anyhow::Error::msg)?,
             max_context: self.max_context,
+            ..LoadOptions::default()
         };
         let engine = GemmaEngine::load(&resolved, &options)
             .with_context(|| format!("loading {}", resolved.id))?;
@@ -66,7 +73,7 @@ impl ModelArgs {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "model ready"
         );
-        Ok(engine)
+        Ok((engine, resolved))
     }
 }
 

@@ -221,7 +221,7 @@ impl GemmaEngine {
         &self.model
     }
 
-    fn encode_checked(&self, prompt: &[Segment]) -> Result<EncodedPrompt> {
+    pub(crate) fn encode_checked(&self, prompt: &[Segment]) -> Result<EncodedPrompt> {
         let encoded = self.tokenizer.encode_prompt_with_spans(prompt)?;
         if encoded.ids.len() > self.info.context_length {
             return Err(EngineError::ContextExceeded {
@@ -353,17 +353,13 @@ impl GemmaEngine {
         Ok(contexts)
     }
 
-    /// The fast path: every prompt of every message in one packed forward after the cached
-    /// openings. Shared tokens (a message common to all validators, say) are computed once.
-    fn score_encoded(
-        &self,
-        messages: &[Vec<EncodedPrompt>],
-        started: Instant,
-    ) -> Result<Vec<Scores>> {
+    /// The token trie of `prompts` after their static openings, and those openings (what the
+    /// batch's contexts must hold, in the order the batch refers to them).
+    pub(crate) fn pack<'a>(&self, prompts: &[&'a EncodedPrompt]) -> (PackedBatch, Vec<&'a [u32]>) {
         let mut opening_index: HashMap<&[u32], usize> = HashMap::new();
         let mut openings: Vec<&[u32]> = Vec::new();
-        let mut requests = Vec::new();
-        for prompt in messages.iter().flatten() {
+        let mut requests = Vec::with_capacity(prompts.len());
+        for prompt in prompts {
             let opened = opening_len(prompt);
             let context = (opened > 0).then(|| {
                 let opening = &prompt.ids[..opened];
@@ -378,8 +374,19 @@ impl GemmaEngine {
                 rest: &prompt.ids[opened..],
             });
         }
+        (PackedBatch::build(&requests), openings)
+    }
+
+    /// The fast path: every prompt of every message in one packed forward after the cached
+    /// openings. Shared tokens (a message common to all validators, say) are computed once.
+    fn score_encoded(
+        &self,
+        messages: &[Vec<EncodedPrompt>],
+        started: Instant,
+    ) -> Result<Vec<Scores>> {
+        let prompts: Vec<&EncodedPrompt> = messages.iter().flatten().collect();
+        let (batch, openings) = self.pack(&prompts);
         let contexts = self.contexts_for(&openings)?;
-        let batch = PackedBatch::build(&requests);
         let hidden = self.model.forward_packed(&batch, &contexts, PACK_CHUNK)?;
 
         let answer_rows: Vec<u32> = batch

@@ -2,6 +2,7 @@
 //! and scoring and generation behind the `LanguageModel` trait. Knows nothing of policies.
 
 mod config;
+mod cost;
 mod engine;
 mod error;
 mod hash;
@@ -12,6 +13,7 @@ mod source;
 mod tokenizer;
 
 pub use config::Gemma3Config;
+pub use cost::ComputePlan;
 pub use engine::{
     DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored, Scores,
 };

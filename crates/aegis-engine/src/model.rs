@@ -355,7 +355,14 @@ impl Gemma3 {
             self.mask(start, len, Some(cfg.sliding_window))?,
         );
         let no_context = vec![None; self.layers.len()];
-        let hidden = self.run_layers(tokens, &positions, &masks, &no_context, &mut cache.layers)?;
+        let hidden = self.run_layers(
+            tokens,
+            &positions,
+            &masks,
+            &no_context,
+            &mut cache.layers,
+            None,
+        )?;
         cache.len = total;
         Ok(hidden)
     }
@@ -372,35 +379,36 @@ impl Gemma3 {
         if batch.len() == 0 {
             return Err(EngineError::EmptyPrompt);
         }
-        let mut context_offsets = Vec::with_capacity(contexts.len());
-        let mut context_total = 0;
-        for context in contexts {
-            context_offsets.push(context_total);
-            context_total += context.len;
-        }
-        let fixed = (0..self.layers.len())
-            .map(|layer| {
-                let parts: Vec<&(Tensor, Tensor)> = contexts
-                    .iter()
-                    .filter_map(|c| c.layers.get(layer).and_then(Option::as_ref))
-                    .collect();
-                if parts.is_empty() {
-                    return Ok(None);
-                }
-                let keys: Vec<&Tensor> = parts.iter().map(|(k, _)| k).collect();
-                let values: Vec<&Tensor> = parts.iter().map(|(_, v)| v).collect();
-                Ok(Some((Tensor::cat(&keys, 2)?, Tensor::cat(&values, 2)?)))
-            })
-            .collect::<Result<Vec<_>>>()?;
         let mut slots = vec![None; self.layers.len()];
         let mut hidden = Vec::new();
         let mut start = 0;
         while start < batch.len() {
             let end = (start + chunk.max(1)).min(batch.len());
+            let visible = batch.visible(start..end);
+            let fixed = (0..self.layers.len())
+                .map(|layer| {
+                    let parts: Vec<&(Tensor, Tensor)> = visible
+                        .contexts
+                        .iter()
+                        .filter_map(|&(c, _)| {
+                            contexts[c].layers.get(layer).and_then(Option::as_ref)
+                        })
+                        .collect();
+                    if parts.is_empty() {
+                        return Ok(None);
+                    }
+                    let keys: Vec<&Tensor> = parts.iter().map(|(k, _)| k).collect();
+                    let values: Vec<&Tensor> = parts.iter().map(|(_, v)| v).collect();
+                    Ok(Some((Tensor::cat(&keys, 2)?, Tensor::cat(&values, 2)?)))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let columns: Vec<u32> = visible.rows.iter().map(|&r| r as u32).collect();
+            let select = Tensor::new(columns.as_slice(), &self.device)?;
+            let keys = visible.contexts.iter().map(|&(_, len)| len).sum::<usize>() + columns.len();
             let mask = |window| {
                 Tensor::from_vec(
-                    batch.mask(start..end, &context_offsets, context_total, window),
-                    (end - start, context_total + end),
+                    batch.mask(start..end, &visible, window),
+                    (end - start, keys),
                     &self.device,
                 )
             };
@@ -411,6 +419,7 @@ impl Gemma3 {
                 &masks,
                 &fixed,
                 &mut slots,
+                Some(&select),
             )?);
             start = end;
         }
@@ -418,8 +427,8 @@ impl Gemma3 {
     }
 
     /// Every layer over new `tokens` at `positions`. Their queries see `fixed` keys (not
-    /// extended), then what `slots` hold (extended by the new keys), then each other, as the
-    /// `(global, sliding)` masks allow.
+    /// extended), then what `slots` hold (extended by the new keys; only the positions in
+    /// `select`, when given), as the `(global, sliding)` masks allow.
     fn run_layers(
         &self,
         tokens: &[u32],
@@ -427,6 +436,7 @@ impl Gemma3 {
         (global_mask, local_mask): &(Tensor, Tensor),
         fixed: &[Option<(Tensor, Tensor)>],
         slots: &mut [Option<(Tensor, Tensor)>],
+        select: Option<&Tensor>,
     ) -> Result<Tensor> {
         let cfg = &self.config;
         let ids = Tensor::new(tokens, &self.device)?;
@@ -442,7 +452,7 @@ impl Gemma3 {
             };
             let residual = xs.clone();
             let h = layer.attn_norm.forward(&xs)?;
-            let h = self.attention(layer, &h, rope, mask, fixed.as_ref(), slot)?;
+            let h = self.attention(layer, &h, rope, mask, fixed.as_ref(), slot, select)?;
             xs = (residual + layer.post_attn_norm.forward(&h)?)?;
             let residual = xs.clone();
             let h = layer.ffn_norm.forward(&xs)?;
@@ -463,6 +473,7 @@ impl Gemma3 {
         mask: &Tensor,
         fixed: Option<&(Tensor, Tensor)>,
         slot: &mut Option<(Tensor, Tensor)>,
+        select: Option<&Tensor>,
     ) -> Result<Tensor> {
         let cfg = &self.config;
         let (len, _) = xs.dims2()?;
@@ -484,6 +495,10 @@ impl Gemma3 {
             None => (k, v),
         };
         *slot = Some((k.clone(), v.clone()));
+        let (k, v) = match select {
+            Some(columns) => (k.index_select(columns, 2)?, v.index_select(columns, 2)?),
+            None => (k, v),
+        };
         let (k, v) = match fixed {
             Some((fk, fv)) => (Tensor::cat(&[fk, &k], 2)?, Tensor::cat(&[fv, &v], 2)?),
             None => (k, v),

@@ -58,17 +58,49 @@ impl PackedBatch {
         self.tokens.len()
     }
 
-    /// Additive attention mask for pack rows `rows`, over the columns
-    /// `[every context, in order (offsets from context_offsets)] ++ [pack tokens 0..rows.end]`.
-    /// `window`: a sliding layer sees only keys fewer than `window` positions back.
+    /// What the rows `rows` can see: the contexts they continue and the pack rows on their
+    /// ancestor chains (themselves included). Attention is computed over these keys only, so
+    /// unrelated prompts in the same pack cost nothing but their own rows.
+    pub fn visible(&self, rows: std::ops::Range<usize>) -> Visible {
+        let mut seen = vec![false; rows.end];
+        let mut contexts = Vec::new();
+        for row in rows {
+            let mut node = Some(row);
+            while let Some(n) = node {
+                if seen[n] {
+                    break; // The rest of this chain is already in.
+                }
+                seen[n] = true;
+                node = self.parents[n];
+            }
+            if let Some((index, len)) = self.contexts[row] {
+                if !contexts.iter().any(|&(i, _)| i == index) {
+                    contexts.push((index, len));
+                }
+            }
+        }
+        contexts.sort_unstable();
+        Visible {
+            contexts,
+            rows: (0..seen.len()).filter(|&n| seen[n]).collect(),
+        }
+    }
+
+    /// Additive attention mask for pack rows `rows` over the keys of `visible`, in its order:
+    /// every visible context's positions, then the visible pack rows. `window`: a sliding layer
+    /// sees only keys fewer than `window` positions back.
     pub fn mask(
         &self,
         rows: std::ops::Range<usize>,
-        context_offsets: &[usize],
-        context_total: usize,
+        visible: &Visible,
         window: Option<usize>,
     ) -> Vec<f32> {
-        let columns = context_total + rows.end;
+        let context_total: usize = visible.contexts.iter().map(|&(_, len)| len).sum();
+        let columns = context_total + visible.rows.len();
+        let mut column_of = vec![usize::MAX; rows.end];
+        for (column, &row) in visible.rows.iter().enumerate() {
+            column_of[row] = context_total + column;
+        }
         let mut mask = vec![f32::NEG_INFINITY; rows.len() * columns];
         let near = |query: usize, key: usize| window.is_none_or(|w| query - key < w);
         for (r, row) in rows.clone().enumerate() {
@@ -79,11 +111,17 @@ impl PackedBatch {
                 if !near(query, self.positions[n]) {
                     break;
                 }
-                line[context_total + n] = 0.0;
+                line[column_of[n]] = 0.0;
                 node = self.parents[n];
             }
             if let Some((index, len)) = self.contexts[row] {
-                let offset = context_offsets[index];
+                let mut offset = 0;
+                for &(i, l) in &visible.contexts {
+                    if i == index {
+                        break;
+                    }
+                    offset += l;
+                }
                 for key in 0..len {
                     if near(query, key) {
                         line[offset + key] = 0.0;
@@ -93,6 +131,15 @@ impl PackedBatch {
         }
         mask
     }
+}
+
+/// The keys a chunk of pack rows attends to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Visible {
+    /// `(context index, length)`, by index.
+    pub contexts: Vec<(usize, usize)>,
+    /// Pack rows, ascending.
+    pub rows: Vec<usize>,
 }
 
 #[cfg(test)]
@@ -165,7 +212,10 @@ mod tests {
                 rest: &[5, 7],
             },
         ]);
-        let mask = batch.mask(0..batch.len(), &[0], 2, None);
+        let keys = batch.visible(0..batch.len());
+        assert_eq!(keys.contexts, vec![(0, 2)]);
+        assert_eq!(keys.rows, vec![0, 1, 2, 3]);
+        let mask = batch.mask(0..batch.len(), &keys, None);
         let visible: Vec<Vec<bool>> = mask
             .chunks(2 + batch.len())
             .map(|line| line.iter().map(|v| *v == 0.0).collect())
@@ -190,18 +240,28 @@ mod tests {
             rest: &[1, 2],
         }]);
         // Row for position 4 with a window of 2 sees positions 3 and 4 only.
-        let mask = batch.mask(1..2, &[0], 3, Some(2));
+        let mask = batch.mask(1..2, &batch.visible(1..2), Some(2));
         let visible: Vec<bool> = mask.iter().map(|v| *v == 0.0).collect();
         assert_eq!(visible, vec![false, false, false, true, true]);
     }
 
     #[test]
-    fn masks_of_a_chunk_cover_only_keys_so_far() {
-        let batch = PackedBatch::build(&[PackRequest {
-            context: None,
-            rest: &[1, 2, 3],
-        }]);
-        let mask = batch.mask(1..2, &[], 0, None);
-        assert_eq!(mask, vec![0.0, 0.0]);
+    fn a_chunk_attends_only_to_its_own_chains() {
+        // Two unrelated prompts; the chunk holding the second's rows sees none of the first's.
+        let batch = PackedBatch::build(&[
+            PackRequest {
+                context: Some((0, 5)),
+                rest: &[1, 2, 3],
+            },
+            PackRequest {
+                context: Some((1, 4)),
+                rest: &[4, 5],
+            },
+        ]);
+        let keys = batch.visible(3..5);
+        assert_eq!(keys.contexts, vec![(1, 4)]);
+        assert_eq!(keys.rows, vec![3, 4]);
+        let mask = batch.mask(4..5, &batch.visible(4..5), None);
+        assert_eq!(mask, vec![0.0; 6]);
     }
 }

@@ -368,7 +368,8 @@ impl Guard {
             .join(" ")
     }
 
-    fn rejection_message(&self, failed: &[&Validator], language: Language) -> String {
+    /// The rejection for `failed` validators in `language`, as this guard's mode writes it.
+    pub fn rejection_message(&self, failed: &[&Validator], language: Language) -> String {
         let templated = Self::templated_rejection(failed, language);
         let RejectionMode::Generated { max_tokens } = self.rejection else {
             return templated;

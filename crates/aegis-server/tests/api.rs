@@ -346,8 +346,14 @@ async fn concurrent_requests_get_the_verdicts_they_get_alone() {
         // Scores agree to float rounding (summation order differs in a batch); the rest exactly.
         let (want, got) = (alone["scores"].take(), batched["scores"].take());
         for (key, want) in want.as_object().expect("scores") {
-            let (want, got) = (want.as_f64().expect("score"), got[key].as_f64().expect("score"));
-            assert!((want - got).abs() < 1e-3, "{message} {key}: {want} vs {got}");
+            let (want, got) = (
+                want.as_f64().expect("score"),
+                got[key].as_f64().expect("score"),
+            );
+            assert!(
+                (want - got).abs() < 1e-3,
+                "{message} {key}: {want} vs {got}"
+            );
         }
         assert_eq!(alone, batched, "{message}");
     }

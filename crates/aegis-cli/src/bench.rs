@@ -1,0 +1,453 @@
+//! `aegis bench`: verdict cost, side by side in one run on one model file, of
+//! (a) the original service's method (generate each validator's answer, parse it, generate a
+//!     rejection), (b) one forward per validator prompt scored from Yes/No, (c) our fast path
+//!     (shared prefixes, cached openings, packed batches), and (d) llama.cpp prefilling the same
+//!     prompt tokens (via llama-cpp-python, when a Python with it is given).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aegis_engine::{GemmaEngine, LanguageModel, Prompt, WeightFiles};
+use aegis_guard::{Guard, Language, RejectionMode, Validator};
+use aegis_server::Worker;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::options::GuardArgs;
+use crate::ExitStatus;
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub guard: GuardArgs,
+    /// Verdicts timed per message length for the fast path; the slower methods run fewer.
+    #[arg(long, default_value_t = 20)]
+    pub runs: usize,
+    /// Seconds of load per concurrency level.
+    #[arg(long, default_value_t = 8.0)]
+    pub seconds: f64,
+    /// A Python that has llama-cpp-python, for column (d); without one (d) is left out.
+    #[arg(long, env = "AEGIS_BENCH_PYTHON")]
+    pub llama_python: Option<PathBuf>,
+    /// Also write every figure as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// The lengths the issue asks for, in message tokens.
+const LENGTHS: [(&str, usize); 3] = [("short", 20), ("medium", 120), ("long", 1000)];
+
+/// Ordinary customer-chat text, Indonesian and English, cut to each length.
+const CHAT: &str = "Halo kak, saya mau tanya soal pesanan saya yang kemarin, kok belum sampai juga ya? \
+Sudah saya cek di aplikasi statusnya masih dikemas. Hi, I also wanted to ask whether I can change the \
+delivery address to my office, because nobody is home during the day. Terima kasih sebelumnya, ditunggu \
+kabarnya ya kak. Oh iya, apakah bisa bayar pakai transfer bank atau hanya e-wallet saja? ";
+
+struct Timing {
+    samples_ms: Vec<f64>,
+}
+
+impl Timing {
+    fn measure(runs: usize, mut run: impl FnMut() -> Result<()>) -> Result<Self> {
+        let mut samples_ms = Vec::with_capacity(runs);
+        for _ in 0..runs.max(1) {
+            let started = Instant::now();
+            run()?;
+            samples_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(Self { samples_ms })
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        let mut sorted = self.samples_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+        sorted[rank.min(sorted.len() - 1)]
+    }
+
+    fn p50(&self) -> f64 {
+        self.percentile(50.0)
+    }
+
+    fn json(&self) -> Value {
+        json!({"p50_ms": self.p50(), "p95_ms": self.percentile(95.0), "samples_ms": self.samples_ms})
+    }
+}
+
+pub fn run(args: BenchArgs) -> Result<ExitStatus> {
+    let (engine, files) = args.guard.model.load_with_files()?;
+    let engine = Arc::new(engine);
+    let model: Arc<dyn LanguageModel> = engine.clone();
+    let prompts_dir = args.guard.prompts_dir();
+    let (guard, _) = Guard::from_dir(model.clone(), &prompts_dir)?;
+    let validators = guard.validators().to_vec();
+    let rss_after_load = memory_kib("VmRSS");
+    let info = model.info().clone();
+    println!(
+        "# aegis bench\n\nmodel {} ({} weights on {}), templates {}, {} validators\n",
+        info.id,
+        info.weight_format,
+        info.device,
+        prompts_dir.display(),
+        validators.len()
+    );
+
+    let messages: Vec<(&str, String)> = LENGTHS
+        .iter()
+        .map(|&(name, tokens)| Ok((name, message_of(model.as_ref(), tokens)?)))
+        .collect::<Result<_>>()?;
+    let runs = args.runs.max(1);
+    let slow_runs = (runs / 4).clamp(1, 5);
+    let original = Guard::new(model.clone(), validators.clone())
+        .with_rejection(RejectionMode::Generated { max_tokens: 48 });
+
+    let mut rows = Vec::new();
+    for (name, text) in &messages {
+        let prompts: Vec<Prompt> = validators.iter().map(|v| v.prompt(text)).collect();
+        let plan = engine.plan(&prompts)?;
+        let message_tokens = model.count_user_tokens(text)?;
+        eprintln!(
+            "{name}: {message_tokens} message tokens, {} prompt tokens",
+            plan.prompt_tokens
+        );
+        let a = Timing::measure(slow_runs, || original_method(&original, &prompts, text))?;
+        let b = Timing::measure(slow_runs, || {
+            engine
+                .score_separately(&prompts)
+                .map(drop)
+                .map_err(Into::into)
+        })?;
+        guard.check(text)?; // warm the opening cache, as in steady service
+        let c = Timing::measure(runs, || guard.check(text).map(drop).map_err(Into::into))?;
+        rows.push(json!({
+            "length": name,
+            "message_tokens": message_tokens,
+            "prompt_tokens": plan.prompt_tokens,
+            "computed_tokens": plan.computed_tokens,
+            "flops": plan.flops,
+            "a_original": a.json(),
+            "b_separate": b.json(),
+            "c_fast": c.json(),
+        }));
+    }
+
+    let llama = match &args.llama_python {
+        Some(python) => Some(llama_cpp(
+            python,
+            &files.weights,
+            engine.as_ref(),
+            &validators,
+            &messages,
+            slow_runs.max(3),
+        )?),
+        None => None,
+    };
+
+    let concurrency = concurrency_levels(model.clone(), &prompts_dir, args.seconds)?;
+    let validator_counts = validator_scaling(model.clone(), &validators, &messages[0].1, runs)?;
+    let gflops = engine.matmul_gflops(Duration::from_secs(2))?;
+
+    let short = &rows[0];
+    let floor_ms = short["flops"].as_f64().unwrap_or(0.0) / (gflops * 1e9) * 1e3;
+    let report = json!({
+        "model": {"id": info.id, "weights": info.weight_format, "device": info.device},
+        "validators": validators.len(),
+        "lengths": rows,
+        "llama_cpp": llama,
+        "concurrency": concurrency,
+        "validator_counts": validator_counts,
+        "matmul_gflops": gflops,
+        "floor_short_ms": floor_ms,
+        "rss_after_load_mib": rss_after_load / 1024.0,
+        "peak_rss_mib": memory_kib("VmHWM") / 1024.0,
+        "prefix_cache": model.prefix_cache_stats(),
+    });
+    print_report(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(ExitStatus::Passed)
+}
+
+/// The original service's way: each validator generates its answer, which is parsed; a
+/// rejection is generated when any answer says yes.
+fn original_method(guard: &Guard, prompts: &[Prompt], text: &str) -> Result<()> {
+    let mut failed = Vec::new();
+    for (prompt, validator) in prompts.iter().zip(guard.validators()) {
+        let answer = guard.model().generate(prompt, 16, &mut |_| {})?;
+        if answer.trim_start().to_lowercase().starts_with("yes") {
+            failed.push(validator);
+        }
+    }
+    if !failed.is_empty() {
+        guard.rejection_message(&failed, Language::detect(text));
+    }
+    Ok(())
+}
+
+/// `CHAT` repeated and cut, word by word, to about `tokens` message tokens.
+fn message_of(model: &dyn LanguageModel, tokens: usize) -> Result<String> {
+    let words: Vec<&str> = CHAT.split_whitespace().collect();
+    let mut text = String::new();
+    for word in words.iter().cycle() {
+        if model.count_user_tokens(&text)? >= tokens {
+            break;
+        }
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(word);
+    }
+    Ok(text)
+}
+
+/// Verdicts per second through the real worker (dynamic batching) with `n` clients each sending
+/// short messages back to back.
+fn concurrency_levels(
+    model: Arc<dyn LanguageModel>,
+    prompts: &Path,
+    seconds: f64,
+) -> Result<Value> {
+    let (guard, _) = Guard::from_dir(model, prompts)?;
+    let worker = Worker::start(64, move || Ok(guard));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let short: Vec<String> = CHAT
+        .split(['?', '.'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let mut levels = Vec::new();
+    for clients in [1usize, 8, 32] {
+        let (verdicts, elapsed) = runtime.block_on(async {
+            while worker.guard().is_none() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+            let started = Instant::now();
+            let tasks: Vec<_> = (0..clients)
+                .map(|client| {
+                    let worker = worker.clone();
+                    let texts = short.clone();
+                    tokio::spawn(async move {
+                        let mut done = 0usize;
+                        let mut i = client;
+                        while Instant::now() < deadline {
+                            // Distinct per client and request, so no two share a whole prompt.
+                            let text = format!("{} ({client}-{i})", texts[i % texts.len()]);
+                            if worker.check(text).await.is_ok() {
+                                done += 1;
+                            }
+                            i += clients;
+                        }
+                        done
+                    })
+                })
+                .collect();
+            let mut verdicts = 0;
+            for task in tasks {
+                verdicts += task.await.unwrap_or(0);
+            }
+            (verdicts, started.elapsed().as_secs_f64())
+        });
+        eprintln!("concurrency {clients}: {verdicts} verdicts in {elapsed:.1} s");
+        levels.push(json!({"clients": clients, "verdicts_per_s": verdicts as f64 / elapsed}));
+    }
+    Ok(Value::Array(levels))
+}
+
+/// Fast-path latency on the short message with 4, 8 and 16 validators: the shipped ones plus
+/// variants whose policy text differs where the validators' own texts differ.
+fn validator_scaling(
+    model: Arc<dyn LanguageModel>,
+    shipped: &[Validator],
+    text: &str,
+    runs: usize,
+) -> Result<Value> {
+    let mut out = Vec::new();
+    for count in [4usize, 8, 16] {
+        let mut validators = Vec::with_capacity(count);
+        for i in 0..count {
+            let base = &shipped[i % shipped.len()];
+            if i < shipped.len() {
+                validators.push(base.clone());
+                continue;
+            }
+            let variant = i / shipped.len();
+            let content = base
+                .content
+                .replacen("* \"", &format!("* \"[rule set {variant}] "), 1);
+            if content == base.content {
+                bail!("{} has no policy bullet to vary", base.key);
+            }
+            let path = PathBuf::from(format!("{}_{variant}.txt", base.key));
+            validators.push(Validator::parse(&path, &content)?);
+        }
+        let guard = Guard::new(model.clone(), validators);
+        guard.check(text)?;
+        let timing = Timing::measure(runs, || guard.check(text).map(drop).map_err(Into::into))?;
+        out.push(json!({"validators": count, "latency": timing.json()}));
+    }
+    Ok(Value::Array(out))
+}
+
+/// Column (d): llama.cpp prefilling each validator's prompt tokens (the same ids), one prompt at
+/// a time, through `scripts/bench_llama_cpp.py`.
+fn llama_cpp(
+    python: &Path,
+    weights: &WeightFiles,
+    engine: &GemmaEngine,
+    validators: &[Validator],
+    messages: &[(&str, String)],
+    runs: usize,
+) -> Result<Value> {
+    let WeightFiles::Gguf(gguf) = weights else {
+        bail!("llama.cpp needs a GGUF model file");
+    };
+    let mut cases = serde_json::Map::new();
+    for (name, text) in messages {
+        let ids = validators
+            .iter()
+            .map(|v| engine.tokenizer().encode_prompt(&v.prompt(text)))
+            .collect::<aegis_engine::Result<Vec<_>>>()?;
+        cases.insert(name.to_string(), json!(ids));
+    }
+    let request = std::env::temp_dir().join(format!("aegis-bench-{}.json", std::process::id()));
+    std::fs::write(
+        &request,
+        serde_json::to_vec(&json!({
+            "model": gguf,
+            "threads": std::thread::available_parallelism().map_or(2, |n| n.get()),
+            "runs": runs,
+            "cases": cases,
+        }))?,
+    )?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/bench_llama_cpp.py");
+    let output = Command::new(python)
+        .arg(&script)
+        .arg(&request)
+        .output()
+        .with_context(|| format!("running {}", python.display()))?;
+    let _ = std::fs::remove_file(&request);
+    if !output.status.success() {
+        bail!(
+            "llama.cpp benchmark failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(serde_json::from_slice(&output.stdout).context("reading llama.cpp results")?)
+}
+
+/// A field of /proc/self/status in KiB (0 where there is none).
+fn memory_kib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0.0)
+}
+
+fn print_report(report: &Value) {
+    let ms = |v: &Value| v.as_f64().map_or("—".to_string(), |x| format!("{x:.0}"));
+    let ratio = |a: &Value, b: &Value| match (a.as_f64(), b.as_f64()) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.1}×", a / b),
+        _ => "—".into(),
+    };
+    println!("## Verdict latency, ms (p50 / p95)\n");
+    println!("| message | tokens (msg / prompts / fast path) | (a) original | (b) separate | (c) fast | (d) llama.cpp | a÷c | b÷c | d÷c |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let lengths = report["lengths"].as_array().cloned().unwrap_or_default();
+    for row in &lengths {
+        let name = row["length"].as_str().unwrap_or("");
+        let d = &report["llama_cpp"][name];
+        let cell = |t: &Value| format!("{} / {}", ms(&t["p50_ms"]), ms(&t["p95_ms"]));
+        println!(
+            "| {name} | {} / {} / {} | {} | {} | {} | {} | {} | {} | {} |",
+            row["message_tokens"],
+            row["prompt_tokens"],
+            row["computed_tokens"],
+            cell(&row["a_original"]),
+            cell(&row["b_separate"]),
+            cell(&row["c_fast"]),
+            cell(d),
+            ratio(&row["a_original"]["p50_ms"], &row["c_fast"]["p50_ms"]),
+            ratio(&row["b_separate"]["p50_ms"], &row["c_fast"]["p50_ms"]),
+            ratio(&d["p50_ms"], &row["c_fast"]["p50_ms"]),
+        );
+    }
+    println!("\n## Prefill rate, prompt tokens per second at p50\n");
+    println!("| message | (b) separate | (d) llama.cpp | (c) fast, effective | (c) fast, tokens computed |");
+    println!("|---|---|---|---|---|");
+    for row in &lengths {
+        let name = row["length"].as_str().unwrap_or("");
+        let tokens = row["prompt_tokens"].as_f64().unwrap_or(0.0);
+        let computed = row["computed_tokens"].as_f64().unwrap_or(0.0);
+        let rate = |t: &Value, n: f64| {
+            t["p50_ms"]
+                .as_f64()
+                .map_or("—".into(), |p| format!("{:.0}", n / p * 1e3))
+        };
+        println!(
+            "| {name} | {} | {} | {} | {} |",
+            rate(&row["b_separate"], tokens),
+            rate(&report["llama_cpp"][name], tokens),
+            rate(&row["c_fast"], tokens),
+            rate(&row["c_fast"], computed),
+        );
+    }
+    println!("\n## Throughput of (c) through the worker, short messages\n");
+    println!("| clients | verdicts/s |\n|---|---|");
+    for level in report["concurrency"].as_array().into_iter().flatten() {
+        println!(
+            "| {} | {:.2} |",
+            level["clients"],
+            level["verdicts_per_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    println!("\n## Validators, short message, (c) p50 ms\n");
+    println!("| validators | p50 | p95 | ÷ 4 validators |\n|---|---|---|---|");
+    let counts = report["validator_counts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let four = counts
+        .first()
+        .map(|c| c["latency"]["p50_ms"].clone())
+        .unwrap_or(Value::Null);
+    for c in &counts {
+        println!(
+            "| {} | {} | {} | {} |",
+            c["validators"],
+            ms(&c["latency"]["p50_ms"]),
+            ms(&c["latency"]["p95_ms"]),
+            ratio(&c["latency"]["p50_ms"], &four)
+        );
+    }
+    let c_short = &lengths
+        .first()
+        .map(|r| r["c_fast"]["p50_ms"].clone())
+        .unwrap_or(Value::Null);
+    println!(
+        "\n## Floor\n\nmatmul rate {:.0} GFLOP/s; the short message's fast-path work is {:.1} GFLOP, a floor of {} ms; (c) p50 is {} the floor.",
+        report["matmul_gflops"].as_f64().unwrap_or(0.0),
+        lengths.first().and_then(|r| r["flops"].as_f64()).unwrap_or(0.0) / 1e9,
+        format_args!("{:.1}", report["floor_short_ms"].as_f64().unwrap_or(0.0)),
+        ratio(c_short, &report["floor_short_ms"]),
+    );
+    println!(
+        "\n## Memory\n\nRSS after load {:.0} MiB, peak RSS {:.0} MiB; prefix cache {}",
+        report["rss_after_load_mib"].as_f64().unwrap_or(0.0),
+        report["peak_rss_mib"].as_f64().unwrap_or(0.0),
+        report["prefix_cache"]
+    );
+}

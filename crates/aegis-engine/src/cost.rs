@@ -1,0 +1,90 @@
+//! What the fast path must compute, in tokens and FLOPs, and how fast this machine multiplies
+//! matrices: together, the floor a benchmark compares its latency against.
+
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Tensor};
+
+use crate::engine::{GemmaEngine, Prompt};
+use crate::error::Result;
+use crate::model::Gemma3;
+use crate::packing::PackedBatch;
+
+/// The work of scoring one message's prompts with the template openings already cached.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ComputePlan {
+    /// Tokens of all prompts together, as one-prompt-at-a-time scoring computes them.
+    pub prompt_tokens: usize,
+    /// Tokens the fast path computes: the unique tokens after the cached openings.
+    pub computed_tokens: usize,
+    /// Floating-point operations of those tokens: linear layers, attention over the keys each
+    /// token sees, and the two answer rows of the output head.
+    pub flops: f64,
+}
+
+impl GemmaEngine {
+    /// The fast path's work for `prompts` with a warm prefix cache.
+    pub fn plan(&self, prompts: &[Prompt]) -> Result<ComputePlan> {
+        let encoded = prompts
+            .iter()
+            .map(|p| self.encode_checked(p))
+            .collect::<Result<Vec<_>>>()?;
+        let prompt_tokens = encoded.iter().map(|e| e.ids.len()).sum();
+        let (batch, _) = self.pack(&encoded.iter().collect::<Vec<_>>());
+        Ok(ComputePlan {
+            prompt_tokens,
+            computed_tokens: batch.len(),
+            flops: token_flops(self.model(), &batch) + answer_flops(self.model(), prompts.len()),
+        })
+    }
+
+    /// Sustained f32 matrix-multiply rate on the model's device, in GFLOP/s, measured over about
+    /// `duration` on the model's own largest shape (a 512-row block through the FFN).
+    pub fn matmul_gflops(&self, duration: Duration) -> Result<f64> {
+        let cfg = self.model().config();
+        let device = self.model().device();
+        let rows = 512;
+        let a = Tensor::randn(0f32, 1.0, (rows, cfg.hidden_size), device)?;
+        let b = Tensor::randn(0f32, 1.0, (cfg.hidden_size, cfg.intermediate_size), device)?;
+        a.matmul(&b)?.to_dtype(DType::F32)?; // warm-up
+        let started = Instant::now();
+        let mut runs = 0u32;
+        while started.elapsed() < duration || runs < 3 {
+            // Reading one element back waits for the device to finish.
+            a.matmul(&b)?.get(0)?.get(0)?.to_scalar::<f32>()?;
+            runs += 1;
+        }
+        let flops = 2.0 * (rows * cfg.hidden_size * cfg.intermediate_size) as f64 * runs as f64;
+        Ok(flops / started.elapsed().as_secs_f64() / 1e9)
+    }
+}
+
+/// Linear-layer and attention FLOPs of a packed batch: each token sees its position's keys (up to
+/// the window on sliding layers).
+fn token_flops(model: &Gemma3, batch: &PackedBatch) -> f64 {
+    let cfg = model.config();
+    let (hidden, ffn) = (cfg.hidden_size as f64, cfg.intermediate_size as f64);
+    let (q, kv) = (
+        (cfg.num_heads * cfg.head_dim) as f64,
+        (cfg.num_kv_heads * cfg.head_dim) as f64,
+    );
+    let linear_per_layer = 2.0 * (hidden * q * 2.0 + hidden * kv * 2.0 + 3.0 * hidden * ffn);
+    // Scores and weighted values: 2 products of head_dim per query head and key.
+    let attention_per_key = 4.0 * q;
+    let mut flops = 0.0;
+    for &position in &batch.positions {
+        for layer in 0..cfg.num_layers {
+            let keys = if cfg.is_sliding(layer) {
+                (position + 1).min(cfg.sliding_window)
+            } else {
+                position + 1
+            };
+            flops += linear_per_layer + attention_per_key * keys as f64;
+        }
+    }
+    flops
+}
+
+fn answer_flops(model: &Gemma3, answers: usize) -> f64 {
+    2.0 * 2.0 * model.config().hidden_size as f64 * answers as f64
+}
