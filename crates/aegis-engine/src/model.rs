@@ -3,6 +3,7 @@
 //! per-layer-type RoPE, and a KV cache owned by the caller so prefixes can be snapshotted.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -139,6 +140,21 @@ impl std::fmt::Debug for KvCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KvCache").field("len", &self.len).finish()
     }
+}
+
+/// Rows of one forward step that attend to the same keys: the cached contexts they continue
+/// and the pack rows on their chains. Attention runs per group, so prompts packed together
+/// never pay for each other's keys; the linear layers still run on the whole step.
+struct AttentionGroup {
+    /// Rows of the step.
+    rows: Range<usize>,
+    /// Per layer, the cached contexts' keys and values (prepended).
+    fixed: Vec<Option<(Tensor, Tensor)>>,
+    /// Which of the keys computed so far in this pass (earlier steps, then this one) it sees;
+    /// `None`: all.
+    select: Option<Tensor>,
+    /// Additive masks over its keys, for global and for sliding layers.
+    masks: (Tensor, Tensor),
 }
 
 pub struct Gemma3 {
@@ -350,19 +366,16 @@ impl Gemma3 {
             cache.layers = vec![None; self.layers.len()];
         }
         let positions: Vec<usize> = (start..total).collect();
-        let masks = (
-            self.mask(start, len, None)?,
-            self.mask(start, len, Some(cfg.sliding_window))?,
-        );
-        let no_context = vec![None; self.layers.len()];
-        let hidden = self.run_layers(
-            tokens,
-            &positions,
-            &masks,
-            &no_context,
-            &mut cache.layers,
-            None,
-        )?;
+        let everything = AttentionGroup {
+            rows: 0..len,
+            fixed: vec![None; self.layers.len()],
+            select: None,
+            masks: (
+                self.mask(start, len, None)?,
+                self.mask(start, len, Some(cfg.sliding_window))?,
+            ),
+        };
+        let hidden = self.run_layers(tokens, &positions, &[everything], &mut cache.layers)?;
         cache.len = total;
         Ok(hidden)
     }
@@ -384,59 +397,74 @@ impl Gemma3 {
         let mut start = 0;
         while start < batch.len() {
             let end = (start + chunk.max(1)).min(batch.len());
-            let visible = batch.visible(start..end);
-            let fixed = (0..self.layers.len())
-                .map(|layer| {
-                    let parts: Vec<&(Tensor, Tensor)> = visible
-                        .contexts
-                        .iter()
-                        .filter_map(|&(c, _)| {
-                            contexts[c].layers.get(layer).and_then(Option::as_ref)
-                        })
-                        .collect();
-                    if parts.is_empty() {
-                        return Ok(None);
-                    }
-                    let keys: Vec<&Tensor> = parts.iter().map(|(k, _)| k).collect();
-                    let values: Vec<&Tensor> = parts.iter().map(|(_, v)| v).collect();
-                    Ok(Some((Tensor::cat(&keys, 2)?, Tensor::cat(&values, 2)?)))
-                })
+            let groups = batch
+                .attention_groups(start..end)
+                .into_iter()
+                .map(|rows| self.attention_group(batch, contexts, rows, start))
                 .collect::<Result<Vec<_>>>()?;
-            let columns: Vec<u32> = visible.rows.iter().map(|&r| r as u32).collect();
-            let select = Tensor::new(columns.as_slice(), &self.device)?;
-            let keys = visible.contexts.iter().map(|&(_, len)| len).sum::<usize>() + columns.len();
-            let mask = |window| {
-                Tensor::from_vec(
-                    batch.mask(start..end, &visible, window),
-                    (end - start, keys),
-                    &self.device,
-                )
-            };
-            let masks = (mask(None)?, mask(Some(self.config.sliding_window))?);
             hidden.push(self.run_layers(
                 &batch.tokens[start..end],
                 &batch.positions[start..end],
-                &masks,
-                &fixed,
+                &groups,
                 &mut slots,
-                Some(&select),
             )?);
             start = end;
         }
         Ok(Tensor::cat(&hidden, 0)?)
     }
 
-    /// Every layer over new `tokens` at `positions`. Their queries see `fixed` keys (not
-    /// extended), then what `slots` hold (extended by the new keys; only the positions in
-    /// `select`, when given), as the `(global, sliding)` masks allow.
+    /// The keys pack rows `rows` (a chunk starting at `chunk_start`) attend to, and their masks.
+    fn attention_group(
+        &self,
+        batch: &PackedBatch,
+        contexts: &[KvCache],
+        rows: Range<usize>,
+        chunk_start: usize,
+    ) -> Result<AttentionGroup> {
+        let visible = batch.visible(rows.clone());
+        let fixed = (0..self.layers.len())
+            .map(|layer| {
+                let parts: Vec<&(Tensor, Tensor)> = visible
+                    .contexts
+                    .iter()
+                    .filter_map(|&(c, _)| contexts[c].layers.get(layer).and_then(Option::as_ref))
+                    .collect();
+                Ok(match parts.as_slice() {
+                    [] => None,
+                    [one] => Some((*one).clone()),
+                    many => {
+                        let keys: Vec<&Tensor> = many.iter().map(|(k, _)| k).collect();
+                        let values: Vec<&Tensor> = many.iter().map(|(_, v)| v).collect();
+                        Some((Tensor::cat(&keys, 2)?, Tensor::cat(&values, 2)?))
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let columns: Vec<u32> = visible.rows.iter().map(|&r| r as u32).collect();
+        let keys = visible.contexts.iter().map(|&(_, len)| len).sum::<usize>() + columns.len();
+        let mask = |window| {
+            Tensor::from_vec(
+                batch.mask(rows.clone(), &visible, window),
+                (rows.len(), keys),
+                &self.device,
+            )
+        };
+        Ok(AttentionGroup {
+            masks: (mask(None)?, mask(Some(self.config.sliding_window))?),
+            rows: rows.start - chunk_start..rows.end - chunk_start,
+            fixed,
+            select: Some(Tensor::new(columns.as_slice(), &self.device)?),
+        })
+    }
+
+    /// Every layer over new `tokens` at `positions`. Each group of rows attends to its own keys
+    /// (see `AttentionGroup`); `slots` are extended by the new keys.
     fn run_layers(
         &self,
         tokens: &[u32],
         positions: &[usize],
-        (global_mask, local_mask): &(Tensor, Tensor),
-        fixed: &[Option<(Tensor, Tensor)>],
+        groups: &[AttentionGroup],
         slots: &mut [Option<(Tensor, Tensor)>],
-        select: Option<&Tensor>,
     ) -> Result<Tensor> {
         let cfg = &self.config;
         let ids = Tensor::new(tokens, &self.device)?;
@@ -444,15 +472,15 @@ impl Gemma3 {
         let global_rope =
             self.rope_tables(positions, cfg.rope_global_base, cfg.rope_global_scale)?;
         let local_rope = self.rope_tables(positions, cfg.rope_local_base, 1.0)?;
-        for ((layer, slot), fixed) in self.layers.iter().zip(slots.iter_mut()).zip(fixed) {
-            let (rope, mask) = if layer.sliding {
-                (&local_rope, local_mask)
+        for (index, (layer, slot)) in self.layers.iter().zip(slots.iter_mut()).enumerate() {
+            let rope = if layer.sliding {
+                &local_rope
             } else {
-                (&global_rope, global_mask)
+                &global_rope
             };
             let residual = xs.clone();
             let h = layer.attn_norm.forward(&xs)?;
-            let h = self.attention(layer, &h, rope, mask, fixed.as_ref(), slot, select)?;
+            let h = self.attention(layer, index, &h, rope, groups, slot)?;
             xs = (residual + layer.post_attn_norm.forward(&h)?)?;
             let residual = xs.clone();
             let h = layer.ffn_norm.forward(&xs)?;
@@ -468,12 +496,11 @@ impl Gemma3 {
     fn attention(
         &self,
         layer: &Layer,
+        layer_index: usize,
         xs: &Tensor,
         (cos, sin): &(Tensor, Tensor),
-        mask: &Tensor,
-        fixed: Option<&(Tensor, Tensor)>,
+        groups: &[AttentionGroup],
         slot: &mut Option<(Tensor, Tensor)>,
-        select: Option<&Tensor>,
     ) -> Result<Tensor> {
         let cfg = &self.config;
         let (len, _) = xs.dims2()?;
@@ -495,31 +522,48 @@ impl Gemma3 {
             None => (k, v),
         };
         *slot = Some((k.clone(), v.clone()));
-        let (k, v) = match select {
-            Some(columns) => (k.index_select(columns, 2)?, v.index_select(columns, 2)?),
-            None => (k, v),
-        };
-        let (k, v) = match fixed {
-            Some((fk, fv)) => (Tensor::cat(&[fk, &k], 2)?, Tensor::cat(&[fv, &v], 2)?),
-            None => (k, v),
-        };
-        let seen = k.dim(2)?;
 
-        // Grouped-query attention without copying K/V: fold each KV head's query group into rows.
-        let group = hq / hkv;
-        let q = q.reshape((hkv, group * len, hd))?;
-        let k = k.reshape((hkv, seen, hd))?;
-        let v = v.reshape((hkv, seen, hd))?;
-        let scale = cfg.query_pre_attn_scalar.powf(-0.5);
-        let scores = (q.matmul(&k.t()?)? * scale)?.reshape((hkv, group, len, seen))?;
-        let scores = scores.broadcast_add(mask)?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?.reshape((hkv, group * len, seen))?;
-        let out = probs.matmul(&v)?; // [hkv, group*len, hd]
-        let out = out
-            .reshape((hq, len, hd))?
-            .transpose(0, 1)?
-            .contiguous()?
-            .reshape((len, hq * hd))?;
+        let mut outputs = Vec::with_capacity(groups.len());
+        for group in groups {
+            let rows = group.rows.len();
+            let q = q.narrow(2, group.rows.start, rows)?.contiguous()?;
+            let (k, v) = match &group.select {
+                Some(columns) => (k.index_select(columns, 2)?, v.index_select(columns, 2)?),
+                None => (k.clone(), v.clone()),
+            };
+            let (k, v) = match &group.fixed[layer_index] {
+                Some((fk, fv)) => (Tensor::cat(&[fk, &k], 2)?, Tensor::cat(&[fv, &v], 2)?),
+                None => (k, v),
+            };
+            let mask = if layer.sliding {
+                &group.masks.1
+            } else {
+                &group.masks.0
+            };
+            let seen = k.dim(2)?;
+            // Grouped-query attention without copying K/V: fold each KV head's queries into rows.
+            let per_kv = hq / hkv;
+            let q = q.reshape((hkv, per_kv * rows, hd))?;
+            let k = k.reshape((hkv, seen, hd))?;
+            let v = v.reshape((hkv, seen, hd))?;
+            let scale = cfg.query_pre_attn_scalar.powf(-0.5);
+            let scores = (q.matmul(&k.t()?)? * scale)?.reshape((hkv, per_kv, rows, seen))?;
+            let scores = scores.broadcast_add(mask)?;
+            let probs =
+                candle_nn::ops::softmax_last_dim(&scores)?.reshape((hkv, per_kv * rows, seen))?;
+            let out = probs.matmul(&v)?; // [hkv, per_kv*rows, hd]
+            outputs.push(
+                out.reshape((hq, rows, hd))?
+                    .transpose(0, 1)?
+                    .contiguous()?
+                    .reshape((rows, hq * hd))?,
+            );
+        }
+        let out = if outputs.len() == 1 {
+            outputs.remove(0)
+        } else {
+            Tensor::cat(&outputs, 0)?
+        };
         Ok(layer.o_proj.forward(&out)?)
     }
 

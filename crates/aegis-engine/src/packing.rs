@@ -58,6 +58,28 @@ impl PackedBatch {
         self.tokens.len()
     }
 
+    /// `rows` split into runs that share a context and a first pack row (one prompt, or prompts
+    /// sharing an opening): each run attends to its own keys only.
+    pub fn attention_groups(&self, rows: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
+        let mut roots = vec![0usize; rows.end];
+        for n in 0..rows.end {
+            roots[n] = self.parents[n].map_or(n, |p| roots[p]);
+        }
+        let key = |n: usize| (self.contexts[n].map(|(c, _)| c), roots[n]);
+        let mut groups = Vec::new();
+        let mut start = rows.start;
+        for n in rows.start + 1..rows.end {
+            if key(n) != key(n - 1) {
+                groups.push(start..n);
+                start = n;
+            }
+        }
+        if start < rows.end {
+            groups.push(start..rows.end);
+        }
+        groups
+    }
+
     /// What the rows `rows` can see: the contexts they continue and the pack rows on their
     /// ancestor chains (themselves included). Attention is computed over these keys only, so
     /// unrelated prompts in the same pack cost nothing but their own rows.
@@ -231,6 +253,31 @@ mod tests {
                 vec![f, f, f, f, t, t],
             ]
         );
+    }
+
+    #[test]
+    fn rows_split_into_groups_by_context_and_root() {
+        let batch = PackedBatch::build(&[
+            PackRequest {
+                context: Some((0, 3)),
+                rest: &[1, 2],
+            },
+            PackRequest {
+                context: Some((0, 3)),
+                rest: &[1, 3],
+            },
+            PackRequest {
+                context: Some((1, 3)),
+                rest: &[1, 2],
+            },
+            PackRequest {
+                context: None,
+                rest: &[9],
+            },
+        ]);
+        // Pack: [1, 2, 3] under context 0 (one root), [1, 2] under context 1, [9] alone.
+        assert_eq!(batch.attention_groups(0..6), vec![0..3, 3..5, 5..6]);
+        assert_eq!(batch.attention_groups(1..4), vec![1..3, 3..4]);
     }
 
     #[test]
