@@ -341,7 +341,7 @@ fn llama_cpp(
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    Ok(serde_json::from_slice(&output.stdout).context("reading llama.cpp results")?)
+    serde_json::from_slice(&output.stdout).context("reading llama.cpp results")
 }
 
 /// A field of /proc/self/status in KiB (0 where there is none).
