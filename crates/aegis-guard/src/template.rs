@@ -327,15 +327,20 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_templates_load_and_share_their_opening() -> Result<()> {
+    fn the_shipped_templates_load_and_put_the_message_last() -> Result<()> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
         let loaded = load_validators(&dir)?;
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
         let keys: Vec<&str> = loaded.validators.iter().map(|v| v.key.as_str()).collect();
         assert_eq!(keys, ["spam", "toxic", "harassment", "financial_advice"]);
-        // Preamble and message come first in every template, so the prompts share a prefix.
-        let first = &loaded.validators[0].before;
-        assert!(loaded.validators.iter().all(|v| &v.before == first));
+        // Everything before the message is a cacheable opening; after it comes only the same
+        // short closing, so a verdict computes little more than the message per validator.
+        let first = &loaded.validators[0];
+        for v in &loaded.validators {
+            assert_eq!(v.after, first.after);
+            assert!(v.after.len() < 64, "{:?}", v.after);
+            assert_eq!(v.before[..200], first.before[..200], "a shared preamble");
+        }
         Ok(())
     }
 
