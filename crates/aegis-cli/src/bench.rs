@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// A Python that has llama-cpp-python, for column (d); without one (d) is left out.
     #[arg(long, env = "AEGIS_BENCH_PYTHON")]
     pub llama_python: Option<PathBuf>,
+    /// Time only the fast path (c) per message length: for comparing load options, such as
+    /// `--weights dense` against `--weights quantized`, side by side.
+    #[arg(long)]
+    pub fast_only: bool,
     /// Also write every figure as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -112,13 +116,18 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
             "{name}: {message_tokens} message tokens, {} prompt tokens",
             plan.prompt_tokens
         );
-        let a = Timing::measure(slow_runs, || original_method(&original, &prompts, text))?;
-        let b = Timing::measure(slow_runs, || {
-            engine
-                .score_separately(&prompts)
-                .map(drop)
-                .map_err(Into::into)
-        })?;
+        let (a, b) = if args.fast_only {
+            (None, None)
+        } else {
+            let a = Timing::measure(slow_runs, || original_method(&original, &prompts, text))?;
+            let b = Timing::measure(slow_runs, || {
+                engine
+                    .score_separately(&prompts)
+                    .map(drop)
+                    .map_err(Into::into)
+            })?;
+            (Some(a), Some(b))
+        };
         guard.check(text)?; // warm the opening cache, as in steady service
         let c = Timing::measure(runs, || guard.check(text).map(drop).map_err(Into::into))?;
         rows.push(json!({
@@ -127,13 +136,14 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
             "prompt_tokens": plan.prompt_tokens,
             "computed_tokens": plan.computed_tokens,
             "flops": plan.flops,
-            "a_original": a.json(),
-            "b_separate": b.json(),
+            "a_original": a.as_ref().map(Timing::json),
+            "b_separate": b.as_ref().map(Timing::json),
             "c_fast": c.json(),
         }));
     }
 
     let llama = match &args.llama_python {
+        Some(_) if args.fast_only => None,
         Some(python) => Some(llama_cpp(
             python,
             &files.weights,
@@ -145,8 +155,14 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         None => None,
     };
 
-    let concurrency = concurrency_levels(model.clone(), &prompts_dir, args.seconds)?;
-    let validator_counts = validator_scaling(model.clone(), &validators, &messages[0].1, runs)?;
+    let (concurrency, validator_counts) = if args.fast_only {
+        (Value::Null, Value::Null)
+    } else {
+        (
+            concurrency_levels(model.clone(), &prompts_dir, args.seconds)?,
+            validator_scaling(model.clone(), &validators, &messages[0].1, runs)?,
+        )
+    };
     let gflops = engine.matmul_gflops(Duration::from_secs(2))?;
 
     let short = &rows[0];
