@@ -96,9 +96,9 @@ pub fn render(report: &EvalReport, comparison: Option<&Comparison>) -> String {
         serde_json::to_string(&serde_json::json!({ "report": report, "comparison": comparison }))
             .unwrap_or_else(|_| "null".into())
             .replace("</", "<\\/");
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<script type=\"application/json\" id=\"report-data\">{json}</script></body></html>\n"
+        "<script type=\"application/json\" id=\"report-data\">{json}</script></body></html>"
     );
     h
 }

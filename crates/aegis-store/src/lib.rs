@@ -5,6 +5,7 @@
 //! small pool of readers, in WAL mode so reading never blocks recording.
 
 mod error;
+mod eval_runs;
 mod export;
 mod filter;
 mod imports;
@@ -16,6 +17,7 @@ mod reviews;
 mod time;
 
 pub use error::{Result, StoreError};
+pub use eval_runs::{EvalRunSummary, StoredEvalRun};
 pub use export::ExportFormat;
 pub use filter::{HistoryFilter, ScoreRange};
 pub use imports::{ImportBatch, ValidatorTally};
