@@ -142,6 +142,10 @@ pub enum HistoryCommand {
         filter: FilterArgs,
         #[arg(long, default_value = "jsonl")]
         format: String,
+        /// Write reviewed verdicts as a labelled set in the evaluation schema (needs --reviewed):
+        /// a reviewer's agreement keeps the guard's result as the label, an overturn flips it.
+        #[arg(long, requires = "reviewed", conflicts_with = "format")]
+        as_eval: bool,
         /// File to write (default: standard output).
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -271,7 +275,33 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
         }
         HistoryCommand::Export {
             filter,
+            as_eval: true,
+            out,
+            ..
+        } => {
+            let filter = filter.filter()?;
+            let examples = store.reviewed_examples(&filter).await?;
+            let mut lines = String::new();
+            let mut skipped = 0;
+            for example in examples {
+                // A row must label something; an overturned pass says only "something was missed".
+                if example.labels.values().all(Option::is_none) {
+                    skipped += 1;
+                    continue;
+                }
+                lines.push_str(&serde_json::to_string(&example.into_labelled())?);
+                lines.push('\n');
+            }
+            write_out(out.as_deref(), lines.as_bytes())?;
+            eprintln!(
+                "exported {} reviewed messages as labelled data ({skipped} reviews named no validator and were left out)",
+                lines.lines().count()
+            );
+        }
+        HistoryCommand::Export {
+            filter,
             format,
+            as_eval: false,
             out,
         } => {
             let format: ExportFormat = format.parse()?;
@@ -399,4 +429,14 @@ fn print_row(row: &HistoryRow) {
         row.case,
         text
     );
+}
+
+/// Writes `bytes` to `path`, or to standard output without one.
+fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
+    match path {
+        Some(path) => {
+            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        }
+        None => Ok(std::io::stdout().write_all(bytes)?),
+    }
 }

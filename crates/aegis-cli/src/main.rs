@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod eval;
 mod history_cmd;
 mod import;
 mod model_cmd;
@@ -32,6 +33,9 @@ enum Command {
     History(Box<history_cmd::HistoryArgs>),
     /// Serve the local HTTP API (/validate, /chat, /health, /v1/moderations).
     Serve(Box<serve::ServeArgs>),
+    /// Measure validators against labelled messages: precision, recall, F1, ROC and PR AUC per
+    /// validator and language; compare template sets; reports in JSON and HTML.
+    Eval(Box<eval::EvalArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
     /// Time verdicts: the original method, one prompt at a time, our fast path and llama.cpp.
@@ -61,6 +65,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
         Command::Train(args) => train::run(*args),
+        Command::Eval(args) => eval::run(*args),
         Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),
         Command::History(args) => history_cmd::run(*args),

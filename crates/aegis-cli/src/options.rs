@@ -1,12 +1,12 @@
 //! Flags every model-using command shares, resolved once into a loaded guard.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_engine::{
-    resolve, DeviceChoice, GemmaEngine, HubOptions, LoadOptions, ModelSpec, ResolvedModel,
-    WeightFormat,
+    resolve, DeviceChoice, GemmaEngine, HubOptions, LanguageModel, LoadOptions, ModelSpec,
+    ResolvedModel, WeightFormat,
 };
 use aegis_guard::{Guard, GuardError, RejectionMode};
 use anyhow::{Context, Result};
@@ -92,8 +92,13 @@ impl GuardArgs {
 
     pub fn load(&self) -> Result<Guard> {
         let engine = self.model.load()?;
-        let dir = self.prompts_dir();
-        let (guard, problems) = Guard::from_dir(Arc::new(engine), &dir)?;
+        self.guard_on(Arc::new(engine), &self.prompts_dir())
+    }
+
+    /// A guard from the templates in `dir` on an already loaded model (one model can serve
+    /// several template sets, as `aegis eval --compare` does).
+    pub fn guard_on(&self, model: Arc<dyn LanguageModel>, dir: &Path) -> Result<Guard> {
+        let (guard, problems) = Guard::from_dir(model, dir)?;
         for problem in problems {
             match problem {
                 GuardError::HeadRefused { .. } => eprintln!("warning: {problem}"),

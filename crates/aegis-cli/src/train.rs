@@ -149,20 +149,11 @@ fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
     let runtime = tokio::runtime::Runtime::new()?;
     let examples = runtime.block_on(async {
         let store = db.open().await?;
-        let examples = store.reviewed_examples().await;
+        let examples = store.reviewed_examples(&Default::default()).await;
         store.close().await;
         anyhow::Ok(examples?)
     })?;
-    Ok(examples
-        .into_iter()
-        .map(|e| LabelledMessage {
-            id: Some(format!("review:{}", e.verdict_id)),
-            text: e.text,
-            lang: Some(e.language),
-            labels: e.labels,
-            source: Some("review".into()),
-        })
-        .collect())
+    Ok(examples.into_iter().map(|e| e.into_labelled()).collect())
 }
 
 fn default_feature_cache() -> PathBuf {

@@ -8,7 +8,7 @@ use aegis_heads::{
     cv_metrics, metrics_by_language, train, CvMetrics, Example, FeatureKind, Head, ModelBinding,
     TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{GuardError, Result};
@@ -18,7 +18,7 @@ use crate::language::Language;
 use crate::template::hex_sha256;
 
 /// One row of the evaluation schema: `{"text", "lang", "labels": {"spam": true|false|null, ..}}`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabelledMessage {
     #[serde(default)]
     pub id: Option<String>,

@@ -233,14 +233,16 @@ impl Store {
             templates_from: from,
             templates: templates
                 .into_iter()
-                .map(|(key, name, content_hash, content, threshold, scored_by)| RunTemplate {
-                    key,
-                    name,
-                    content_hash,
-                    threshold,
-                    scored_by,
-                    content,
-                })
+                .map(
+                    |(key, name, content_hash, content, threshold, scored_by)| RunTemplate {
+                        key,
+                        name,
+                        content_hash,
+                        threshold,
+                        scored_by,
+                        content,
+                    },
+                )
                 .collect(),
         })
     }

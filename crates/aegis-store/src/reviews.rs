@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use aegis_guard::LabelledMessage;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
@@ -164,12 +165,29 @@ pub fn review_labels(detail: &crate::query::VerdictDetail) -> BTreeMap<String, O
         .collect()
 }
 
+impl ReviewedExample {
+    /// The example in the evaluation schema, so reviews can be trained on and evaluated against.
+    /// Its id (`review:<verdict id>`) leads back to the verdict.
+    pub fn into_labelled(self) -> LabelledMessage {
+        LabelledMessage {
+            id: Some(format!("review:{}", self.verdict_id)),
+            text: self.text,
+            lang: Some(self.language),
+            labels: self.labels,
+            source: Some("review".into()),
+        }
+    }
+}
+
 impl Store {
-    /// Every reviewed verdict as labelled data, newest first.
-    pub async fn reviewed_examples(&self) -> Result<Vec<ReviewedExample>> {
+    /// Every reviewed verdict the filter matches as labelled data, newest first.
+    pub async fn reviewed_examples(
+        &self,
+        filter: &crate::filter::HistoryFilter,
+    ) -> Result<Vec<ReviewedExample>> {
         let filter = crate::filter::HistoryFilter {
             reviewed: Some(true),
-            ..Default::default()
+            ..filter.clone()
         };
         let mut examples = Vec::new();
         let mut after = None;

@@ -2,9 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use aegis_eval::{
-    DatasetInfo, EvalReport, ModelInfo, RunInfo, RunTemplate, Sample, ScoredRow,
-};
+use aegis_eval::{DatasetInfo, EvalReport, ModelInfo, RunInfo, RunTemplate, Sample, ScoredRow};
 
 use crate::common::temp_store;
 
@@ -56,14 +54,33 @@ fn run(template_hash: &str) -> (EvalReport, Vec<ScoredRow>) {
 async fn a_run_comes_back_whole_and_re_thresholds_without_the_model() {
     let store = temp_store().await;
     let (report, rows) = run("v1");
-    let id = store.store.save_eval_run(&report, &rows).await.expect("saved");
-    let stored = store.store.eval_run(id).await.expect("read").expect("exists");
+    let id = store
+        .store
+        .save_eval_run(&report, &rows)
+        .await
+        .expect("saved");
+    let stored = store
+        .store
+        .eval_run(id)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(stored.rows, rows);
     assert_eq!(stored.info.dataset, report.info.dataset);
-    assert_eq!(stored.info.templates[0].content, report.info.templates[0].content);
-    assert_eq!(EvalReport::build(&stored.info, &stored.rows, &BTreeMap::new()), report);
+    assert_eq!(
+        stored.info.templates[0].content,
+        report.info.templates[0].content
+    );
+    assert_eq!(
+        EvalReport::build(&stored.info, &stored.rows, &BTreeMap::new()),
+        report
+    );
 
-    let lower = EvalReport::build(&stored.info, &stored.rows, &BTreeMap::from([("spam".into(), 0.4)]));
+    let lower = EvalReport::build(
+        &stored.info,
+        &stored.rows,
+        &BTreeMap::from([("spam".into(), 0.4)]),
+    );
     let spam = lower.validator("spam").expect("spam");
     assert_eq!(spam.overall.confusion.false_positives, 1);
     assert_eq!(lower.errors.len(), 1);
@@ -75,8 +92,16 @@ async fn runs_list_newest_first_with_their_template_versions_and_metrics() {
     let store = temp_store().await;
     let (first, first_rows) = run("v1");
     let (second, second_rows) = run("v2");
-    let a = store.store.save_eval_run(&first, &first_rows).await.expect("saved");
-    let b = store.store.save_eval_run(&second, &second_rows).await.expect("saved");
+    let a = store
+        .store
+        .save_eval_run(&first, &first_rows)
+        .await
+        .expect("saved");
+    let b = store
+        .store
+        .save_eval_run(&second, &second_rows)
+        .await
+        .expect("saved");
     let runs = store.store.eval_runs(10).await.expect("listed");
     assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);
     assert_eq!(runs[0].info.templates[0].content_hash, "v2");

@@ -648,7 +648,10 @@ async fn reviews_become_labels() {
     // Not reviewed: not data.
     record(s, "tidak direview", Source::Typed, None, &[]).await;
 
-    let examples = s.reviewed_examples().await.expect("examples");
+    let examples = s
+        .reviewed_examples(&Default::default())
+        .await
+        .expect("examples");
     assert_eq!(examples.len(), 3);
     let labels = |id: i64| {
         examples
