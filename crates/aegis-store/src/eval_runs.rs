@@ -45,6 +45,17 @@ type RunRow = (
     String,
 );
 
+#[derive(sqlx::FromRow)]
+struct StoredRow {
+    row_number: i64,
+    external_id: Option<String>,
+    text: String,
+    lang: String,
+    labels: String,
+    scores: String,
+    error: Option<String>,
+}
+
 const RUN_COLUMNS: &str = "id, created_at, dataset_name, dataset_sha256, file_rows, sample_limit, sample_seed, model_id, model_hash, templates_from, summary";
 
 impl Store {
@@ -163,28 +174,29 @@ impl Store {
         };
         let created_at = run.1;
         let info = self.run_info(run).await?;
-        let stored: Vec<(i64, Option<String>, String, String, String, String, Option<String>)> =
-            sqlx::query_as(
-                "SELECT row_number, external_id, text, lang, labels, scores, error FROM eval_rows WHERE run_id = ? ORDER BY row_number",
-            )
-            .bind(id)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(|e| self.sql(e))?;
+        let stored: Vec<StoredRow> = sqlx::query_as(
+            "SELECT row_number, external_id, text, lang, labels, scores, error FROM eval_rows WHERE run_id = ? ORDER BY row_number",
+        )
+        .bind(id)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(|e| self.sql(e))?;
         let unreadable = |row: i64, e: serde_json::Error| {
             StoreError::Invalid(format!("evaluation run {id}, row {row} is unreadable: {e}"))
         };
         let rows = stored
             .into_iter()
-            .map(|(row, external_id, text, lang, labels, scores, error)| {
+            .map(|r| {
                 Ok(ScoredRow {
-                    row: row as usize,
-                    id: external_id,
-                    text,
-                    lang,
-                    labels: serde_json::from_str(&labels).map_err(|e| unreadable(row, e))?,
-                    scores: serde_json::from_str(&scores).map_err(|e| unreadable(row, e))?,
-                    error,
+                    row: r.row_number as usize,
+                    id: r.external_id,
+                    text: r.text,
+                    lang: r.lang,
+                    labels: serde_json::from_str(&r.labels)
+                        .map_err(|e| unreadable(r.row_number, e))?,
+                    scores: serde_json::from_str(&r.scores)
+                        .map_err(|e| unreadable(r.row_number, e))?,
+                    error: r.error,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
