@@ -21,7 +21,7 @@ fn main() {
             "check",
             "preview_file",
             "import_file",
-            "cancel_import",
+            "cancel_run",
             "review_queue",
             "review",
             "undo_review",
@@ -36,6 +36,12 @@ fn main() {
             "settings",
             "update_settings",
             "http_status",
+            "evaluate",
+            "eval_runs",
+            "eval_run",
+            "compare_runs",
+            "delete_eval_run",
+            "apply_threshold",
         ]),
     ))
     .expect("tauri build script");

@@ -25,6 +25,9 @@ fn export(out: &Path) {
         aegis_store::ReviewQueue::export_all_to(out),
         aegis_store::TemplateSave::export_all_to(out),
         aegis_store::Decision::export_all_to(out),
+        aegis_store::EvalRunSummary::export_all_to(out),
+        crate::evaluation::EvalView::export_all_to(out),
+        aegis_eval::Comparison::export_all_to(out),
     ];
     for result in all {
         result.expect("export a TypeScript binding");

@@ -1,17 +1,22 @@
 //! The window's commands: each one unwraps its arguments, calls the console, and turns errors
 //! into `{kind, message, line}`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use aegis_eval::Comparison;
 use aegis_import::ImportSummary;
-use aegis_store::{Decision, HistoryPage, ReviewQueue, TemplateSave, VerdictDetail};
+use aegis_store::{
+    Decision, EvalRunSummary, HistoryPage, ReviewQueue, TemplateSave, VerdictDetail,
+};
 use tauri::State;
 
 use crate::console::{
     AppInfo, CheckResult, Console, FilePreview, HistoryQuery, ModelState, TryRow,
 };
 use crate::error::CommandError;
+use crate::evaluation::EvalView;
 use crate::http::HttpStatus;
 use crate::settings::Settings;
 use crate::templates::TemplateFile;
@@ -50,8 +55,8 @@ pub async fn import_file(
 }
 
 #[tauri::command]
-pub fn cancel_import(console: Console_<'_>, import_id: String) -> bool {
-    console.cancel_import(&import_id)
+pub fn cancel_run(console: Console_<'_>, run_id: String) -> bool {
+    console.cancel(&run_id)
 }
 
 #[tauri::command]
@@ -149,4 +154,52 @@ pub async fn update_settings(console: Console_<'_>, settings: Settings) -> Answe
 #[tauri::command]
 pub async fn http_status(console: Console_<'_>) -> Answer<HttpStatus> {
     Ok(console.http_status().await)
+}
+
+#[tauri::command]
+pub async fn evaluate(
+    console: Console_<'_>,
+    eval_id: String,
+    path: PathBuf,
+    limit: Option<usize>,
+    seed: Option<u64>,
+) -> Answer<EvalView> {
+    Ok(console.evaluate(eval_id, &path, limit, seed).await?)
+}
+
+#[tauri::command]
+pub async fn eval_runs(console: Console_<'_>) -> Answer<Vec<EvalRunSummary>> {
+    Ok(console.eval_runs().await?)
+}
+
+#[tauri::command]
+pub async fn eval_run(
+    console: Console_<'_>,
+    run_id: i64,
+    thresholds: BTreeMap<String, f64>,
+) -> Answer<EvalView> {
+    Ok(console.eval_view(run_id, &thresholds).await?)
+}
+
+#[tauri::command]
+pub async fn compare_runs(
+    console: Console_<'_>,
+    baseline: i64,
+    candidate: i64,
+) -> Answer<Comparison> {
+    Ok(console.compare_runs(baseline, candidate).await?)
+}
+
+#[tauri::command]
+pub async fn delete_eval_run(console: Console_<'_>, run_id: i64) -> Answer<bool> {
+    Ok(console.delete_eval_run(run_id).await?)
+}
+
+#[tauri::command]
+pub async fn apply_threshold(
+    console: Console_<'_>,
+    key: String,
+    threshold: f64,
+) -> Answer<TemplateSave> {
+    Ok(console.apply_threshold(&key, threshold).await?)
 }

@@ -42,6 +42,12 @@ pub enum ConsoleEvent {
         import_id: String,
         progress: aegis_import::ImportProgress,
     },
+    /// Messages of a dataset scored so far by the evaluation `eval_id`.
+    Eval {
+        eval_id: String,
+        done: usize,
+        total: usize,
+    },
 }
 
 /// Where the window's events go: Tauri's emitter in the app, a recorder in tests.
@@ -154,9 +160,10 @@ pub struct Console {
     model: Arc<Mutex<ModelState>>,
     /// Broken templates and unusable heads from the last (re)load.
     problems: Arc<RwLock<Vec<(String, TemplateProblem)>>>,
-    events: Arc<dyn EventSink>,
+    pub(crate) events: Arc<dyn EventSink>,
     http: tokio::sync::Mutex<HttpServer>,
-    imports: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Cancel flags of running imports and evaluations, by the id the window gave them.
+    pub(crate) running: Mutex<HashMap<String, Arc<AtomicBool>>>,
 }
 
 impl Console {
@@ -180,7 +187,7 @@ impl Console {
             problems: Arc::new(RwLock::new(Vec::new())),
             events: config.events,
             http: tokio::sync::Mutex::new(HttpServer::default()),
-            imports: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
         });
         console.load_model();
         let http = console.settings().http;
@@ -200,7 +207,7 @@ impl Console {
         &self.store
     }
 
-    fn worker(&self) -> Result<Worker, ConsoleError> {
+    pub(crate) fn worker(&self) -> Result<Worker, ConsoleError> {
         self.worker
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -377,7 +384,7 @@ impl Console {
         })
     }
 
-    /// Imports a file under `import_id`; progress goes out as events, and `cancel_import` with
+    /// Imports a file under `import_id`; progress goes out as events, and `cancel` with
     /// the same id stops it between rows. The same file again resumes where it stopped.
     pub async fn import(
         &self,
@@ -387,7 +394,7 @@ impl Console {
     ) -> Result<ImportSummary, ConsoleError> {
         let file = MessageFile::read(path, column.as_deref())?;
         let cancel = Arc::new(AtomicBool::new(false));
-        lock(&self.imports).insert(import_id.clone(), cancel.clone());
+        lock(&self.running).insert(import_id.clone(), cancel.clone());
         let worker = self.worker()?;
         let events = self.events.clone();
         let result = import_file(
@@ -424,12 +431,13 @@ impl Console {
             &cancel,
         )
         .await;
-        lock(&self.imports).remove(&import_id);
+        lock(&self.running).remove(&import_id);
         Ok(result?)
     }
 
-    pub fn cancel_import(&self, import_id: &str) -> bool {
-        match lock(&self.imports).get(import_id) {
+    /// Stops the import or evaluation running under `id` between messages.
+    pub fn cancel(&self, run_id: &str) -> bool {
+        match lock(&self.running).get(run_id) {
             Some(flag) => {
                 flag.store(true, Ordering::Relaxed);
                 true
@@ -836,6 +844,6 @@ fn resident_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

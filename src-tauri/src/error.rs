@@ -32,6 +32,8 @@ pub enum ConsoleError {
     Read(#[from] aegis_import::ReadError),
     #[error(transparent)]
     Import(#[from] aegis_import::ImportError),
+    #[error(transparent)]
+    Dataset(#[from] aegis_eval::EvalError),
 }
 
 /// What a command's caller receives on failure.
@@ -67,6 +69,7 @@ impl From<ConsoleError> for CommandError {
             ConsoleError::Store(_) => "store",
             ConsoleError::Read(_) => "file",
             ConsoleError::Import(_) => "import",
+            ConsoleError::Dataset(_) => "file",
         };
         let line = match &error {
             ConsoleError::Template { line, .. } => *line,

@@ -6,6 +6,7 @@ mod bindings;
 mod commands;
 pub mod console;
 pub mod error;
+pub mod evaluation;
 pub mod http;
 pub mod settings;
 pub mod templates;
@@ -88,7 +89,7 @@ pub fn run() {
             commands::check,
             commands::preview_file,
             commands::import_file,
-            commands::cancel_import,
+            commands::cancel_run,
             commands::review_queue,
             commands::review,
             commands::undo_review,
@@ -103,6 +104,12 @@ pub fn run() {
             commands::settings,
             commands::update_settings,
             commands::http_status,
+            commands::evaluate,
+            commands::eval_runs,
+            commands::eval_run,
+            commands::compare_runs,
+            commands::delete_eval_run,
+            commands::apply_threshold,
         ])
         .run(tauri::generate_context!());
     if let Err(e) = result {

@@ -310,3 +310,111 @@ async fn the_http_endpoint_starts_and_stops_from_settings() {
         .await
         .is_err());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied() {
+    let f = start().await;
+    let data = repo().join("ui/e2e/fixtures/labelled.csv");
+    let view = f
+        .console
+        .evaluate("e1".into(), &data, None, None)
+        .await
+        .expect("evaluate");
+    assert_eq!(view.report.rows, 8);
+    let progress: Vec<usize> = f
+        .events
+        .0
+        .lock()
+        .expect("events")
+        .iter()
+        .filter_map(|e| match e {
+            ConsoleEvent::Eval { done, .. } => Some(*done),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, vec![0, 8]);
+    let toxic = view.report.validator("toxic").expect("toxic");
+    assert_eq!(toxic.scored_by, "head");
+    assert_eq!(toxic.overall.labelled, 6);
+    let points = view
+        .points
+        .iter()
+        .find(|p| p.key == "toxic")
+        .expect("points");
+    assert_eq!(points.scores.len(), 6);
+
+    // The same run at another threshold: stored scores only, and the same as the report says.
+    let strict = f
+        .console
+        .eval_view(view.run_id, &[("toxic".to_string(), 0.99)].into())
+        .await
+        .expect("view");
+    let flagged = points.scores.iter().filter(|&&s| s >= 0.99).count();
+    let c = strict
+        .report
+        .validator("toxic")
+        .expect("toxic")
+        .overall
+        .confusion;
+    assert_eq!(c.true_positives + c.false_positives, flagged);
+
+    // A second run of the same data compares with the first: same templates, nothing flips.
+    let again = f
+        .console
+        .evaluate("e2".into(), &data, None, None)
+        .await
+        .expect("evaluate again");
+    let comparison = f
+        .console
+        .compare_runs(view.run_id, again.run_id)
+        .await
+        .expect("compare");
+    assert!(comparison.flips.is_empty(), "{:?}", comparison.flips);
+    assert_eq!(f.console.eval_runs().await.expect("runs").len(), 2);
+
+    // Apply: only the front matter's threshold changes, as a new version; the head still binds.
+    let before = std::fs::read_to_string(f.prompts.join("toxic.txt")).expect("template");
+    f.console
+        .apply_threshold("toxic", 0.35)
+        .await
+        .expect("apply");
+    let after = std::fs::read_to_string(f.prompts.join("toxic.txt")).expect("template");
+    assert!(after.contains("\nthreshold: 0.35\n"), "{after}");
+    assert_eq!(after.lines().count(), before.lines().count());
+    assert_eq!(
+        f.console
+            .template_versions("toxic")
+            .await
+            .expect("versions")
+            .len(),
+        1
+    );
+    let checked = f.console.check("Dasar goblok".into()).await.expect("check");
+    let toxic = checked
+        .verdict
+        .results
+        .iter()
+        .find(|r| r.key == "toxic")
+        .expect("toxic");
+    assert_eq!(toxic.threshold, 0.35);
+    assert_eq!(toxic.decided_by, ScoreSource::Head);
+
+    let bad = f
+        .console
+        .apply_threshold("toxic", 1.5)
+        .await
+        .expect_err("out of range");
+    assert_eq!(kind(bad).kind, "template");
+    let missing = f
+        .console
+        .evaluate("e3".into(), Path::new("/no/such.jsonl"), None, None)
+        .await
+        .expect_err("missing file");
+    assert_eq!(kind(missing).kind, "file");
+    let seed_only = f
+        .console
+        .evaluate("e4".into(), &data, None, Some(3))
+        .await
+        .expect_err("seed without limit");
+    assert_eq!(kind(seed_only).kind, "invalid");
+}

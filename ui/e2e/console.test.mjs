@@ -12,6 +12,7 @@ const PROMPTS = process.env.AEGIS_PROMPTS;
 const SHOTS = process.env.AEGIS_SCREENSHOTS ?? "screenshots";
 const HTTP_PORT = Number(process.env.AEGIS_E2E_HTTP_PORT ?? 18_765);
 const FIXTURE = path.resolve(import.meta.dirname, "fixtures/messages.csv");
+const LABELLED = path.resolve(import.meta.dirname, "fixtures/labelled.csv");
 
 let d;
 const timings = {};
@@ -133,6 +134,33 @@ test("two items are reviewed with the keyboard", async () => {
   await d.keys(["o"]);
   await d.waitFor('[data-testid="review-remaining"]', { accept: attr("data-remaining", String(start - 2)) });
   await shot("03-review");
+});
+
+test("an evaluation shows metrics, a threshold slider recomputes them, apply writes the template", async () => {
+  await go("eval");
+  await d.type(await d.waitFor('[data-testid="eval-path"]'), LABELLED);
+  await d.click(await d.find('[data-testid="eval-run"]'));
+  await d.waitFor('[data-testid="eval-report"]', { timeout: 180_000 });
+  const validators = await d.execute(
+    "return [...document.querySelectorAll('[data-testid=eval-metrics] tr[data-lang=all]')].map(r => r.dataset.validator)",
+  );
+  assert.deepEqual(validators, ["spam", "toxic", "harassment", "financial_advice"]);
+  const slide = async (value) => {
+    await d.execute(
+      `const s = document.querySelector('[data-testid=eval-threshold-toxic]'); s.value = '${value}'; s.dispatchEvent(new Event('input', { bubbles: true }));`,
+    );
+    const live = await d.waitFor('[data-testid="eval-live-toxic"]');
+    return Number((await d.attribute(live, "data-recall")) ?? "NaN");
+  };
+  const lenient = await slide("0.01");
+  const strict = await slide("0.99");
+  assert.ok(lenient >= strict, `recall at 0.01 (${lenient}) >= at 0.99 (${strict})`);
+  await slide("0.4");
+  await shot("08-eval");
+  await d.click(await d.find('[data-testid="eval-apply-toxic"]'));
+  await d.waitFor('[data-testid="eval-notice"]');
+  const template = fs.readFileSync(path.join(PROMPTS, "toxic.txt"), "utf8");
+  assert.match(template, /\nthreshold: 0\.4\n/);
 });
 
 test("a saved template changes the very next verdict", async () => {

@@ -156,6 +156,56 @@ impl Validator {
         hex_sha256(format!("{}{PLACEHOLDER}{}", self.before, self.after).as_bytes())
     }
 
+    /// The file's text with `threshold` in the front matter and everything else byte for byte
+    /// as it was (so the prompt, and any head bound to it, are untouched). Only the top-level
+    /// `threshold:` line changes; one is added before the closing `---` when there is none.
+    pub fn content_with_threshold(&self, threshold: f32) -> Result<String> {
+        let refuse = |problem: String| GuardError::Template {
+            path: self.path.clone(),
+            problem,
+        };
+        if !(threshold > 0.0 && threshold < 1.0) {
+            return Err(refuse(format!(
+                "threshold must be between 0 and 1 (exclusive), not {threshold}"
+            )));
+        }
+        // Three decimals: finer than any measurement on a few hundred labelled rows can justify.
+        let value = format!("{:.3}", threshold)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string();
+        let mut out = String::with_capacity(self.content.len() + 16);
+        let mut lines = self.content.split_inclusive('\n');
+        let mut replaced = false;
+        if let Some(opening) = lines.next() {
+            out.push_str(opening);
+        }
+        for line in lines.by_ref() {
+            if line.trim_end() == "---" {
+                if !replaced {
+                    out.push_str(&format!("threshold: {value}\n"));
+                }
+                out.push_str(line);
+                break;
+            }
+            if !replaced && line.starts_with("threshold:") {
+                let ending = if line.ends_with("\r\n") { "\r\n" } else { "\n" };
+                out.push_str(&format!("threshold: {value}{ending}"));
+                replaced = true;
+            } else {
+                out.push_str(line);
+            }
+        }
+        out.extend(lines);
+        let edited = Self::parse(&self.path, &out)?;
+        if edited.body_hash() != self.body_hash() || (edited.threshold - threshold).abs() > 1e-3 {
+            return Err(refuse(
+                "the threshold could not be rewritten in the front matter".into(),
+            ));
+        }
+        Ok(out)
+    }
+
     /// The prompt for one message: template text around the user's text, never mixed.
     pub fn prompt(&self, message: &str) -> Vec<Segment> {
         vec![
@@ -353,6 +403,31 @@ mod tests {
         let new_question = parse(&GOOD.replace("Spam?", "Is it spam?"))?;
         assert_ne!(v.body_hash(), new_question.body_hash());
         assert_eq!(v.prefix_hash(), new_question.prefix_hash());
+        Ok(())
+    }
+
+    #[test]
+    fn a_new_threshold_changes_one_front_matter_line_and_nothing_else() -> Result<()> {
+        let original = "---\nname: Spam\nthreshold: 0.5\nrejection:\n  id: Maaf.\n  en: Sorry.\n---\nthreshold: in the body stays\n{{message}}\n";
+        let v = parse(original)?;
+        let edited = v.content_with_threshold(0.3127)?;
+        assert_eq!(
+            edited,
+            original.replacen("threshold: 0.5", "threshold: 0.313", 1)
+        );
+        let reparsed = parse(&edited)?;
+        assert_eq!(reparsed.threshold, 0.313);
+        assert_eq!(reparsed.body_hash(), v.body_hash());
+        // No threshold line: one is added at the end of the front matter.
+        let bare =
+            parse("---\nname: Spam\nrejection:\n  id: Maaf.\n  en: Sorry.\n---\n{{message}}\n")?;
+        let added = bare.content_with_threshold(0.7)?;
+        assert!(
+            added.contains("  en: Sorry.\nthreshold: 0.7\n---\n"),
+            "{added}"
+        );
+        assert!(v.content_with_threshold(1.0).is_err());
+        assert!(v.content_with_threshold(f32::NAN).is_err());
         Ok(())
     }
 }

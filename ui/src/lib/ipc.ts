@@ -7,8 +7,11 @@ import { open, save } from "@tauri-apps/plugin-dialog";
 import type { AppInfo } from "../bindings/AppInfo";
 import type { CheckResult } from "../bindings/CheckResult";
 import type { CommandError } from "../bindings/CommandError";
+import type { Comparison } from "../bindings/Comparison";
 import type { ConsoleEvent } from "../bindings/ConsoleEvent";
 import type { Decision } from "../bindings/Decision";
+import type { EvalRunSummary } from "../bindings/EvalRunSummary";
+import type { EvalView } from "../bindings/EvalView";
 import type { FilePreview } from "../bindings/FilePreview";
 import type { HistoryPage } from "../bindings/HistoryPage";
 import type { HistoryQuery } from "../bindings/HistoryQuery";
@@ -53,7 +56,8 @@ export const api = {
   previewFile: (path: string) => call<FilePreview>("preview_file", { path }),
   importFile: (importId: string, path: string, column: string | null) =>
     call<ImportSummary>("import_file", { importId, path, column }),
-  cancelImport: (importId: string) => call<boolean>("cancel_import", { importId }),
+  /** Stops a running import or evaluation by the id it was started with. */
+  cancelRun: (runId: string) => call<boolean>("cancel_run", { runId }),
   reviewQueue: (limit: number) => call<ReviewQueue>("review_queue", { limit }),
   review: (verdictId: number, decision: Decision, note: string) =>
     call<number>("review", { verdictId, decision, note }),
@@ -72,6 +76,16 @@ export const api = {
   settings: () => call<Settings>("settings"),
   updateSettings: (settings: Settings) => call<Settings>("update_settings", { settings }),
   httpStatus: () => call<HttpStatus>("http_status"),
+  evaluate: (evalId: string, path: string, limit: number | null, seed: number | null) =>
+    call<EvalView>("evaluate", { evalId, path, limit, seed }),
+  evalRuns: () => call<EvalRunSummary[]>("eval_runs"),
+  evalRun: (runId: number, thresholds: Record<string, number>) =>
+    call<EvalView>("eval_run", { runId, thresholds }),
+  compareRuns: (baseline: number, candidate: number) =>
+    call<Comparison>("compare_runs", { baseline, candidate }),
+  deleteEvalRun: (runId: number) => call<boolean>("delete_eval_run", { runId }),
+  applyThreshold: (key: string, threshold: number) =>
+    call<TemplateSave>("apply_threshold", { key, threshold }),
 };
 
 export function onConsoleEvent(handler: (event: ConsoleEvent) => void): Promise<UnlistenFn> {
@@ -84,6 +98,16 @@ export async function pickMessageFile(): Promise<string | null> {
     multiple: false,
     directory: false,
     filters: [{ name: "Messages", extensions: ["csv", "jsonl", "ndjson", "txt"] }],
+  });
+  return typeof picked === "string" ? picked : null;
+}
+
+/** The native open dialog for a labelled dataset; null when cancelled. */
+export async function pickDatasetFile(): Promise<string | null> {
+  const picked = await open({
+    multiple: false,
+    directory: false,
+    filters: [{ name: "Labelled messages", extensions: ["jsonl", "json", "ndjson", "csv"] }],
   });
   return typeof picked === "string" ? picked : null;
 }
