@@ -40,6 +40,11 @@ pub struct TrainArgs {
     /// Where heads are written (default: the templates folder's heads/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also choose each validator's threshold by nested cross-validation on the head's
+    /// out-of-fold scores, and write it into the template's front matter when it measures
+    /// better than the current one.
+    #[arg(long)]
+    pub tune_thresholds: bool,
     /// Report only; write no heads.
     #[arg(long)]
     pub dry_run: bool,
@@ -131,6 +136,9 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     for key in &keys {
         let trained = train_validator(&guard, key, &usable, &features, &kinds, &options)?;
         print_report(&trained, &kinds);
+        if args.tune_thresholds {
+            tune_threshold(&guard, key, &usable, &trained, &options, args.dry_run)?;
+        }
         if !args.dry_run {
             let path = out_dir.join(format!("{key}.json"));
             trained.head.save(&path)?;
@@ -143,6 +151,57 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Passed)
+}
+
+/// Picks the threshold on the shipped head's out-of-fold probabilities (held out, so the choice
+/// is measured honestly) and writes it into the template when it is worth a new version.
+fn tune_threshold(
+    guard: &aegis_guard::Guard,
+    key: &str,
+    messages: &[LabelledMessage],
+    trained: &ValidatorTraining,
+    options: &TrainOptions,
+    dry_run: bool,
+) -> Result<()> {
+    let Some((_, head)) = trained
+        .tried
+        .iter()
+        .find(|(k, _)| *k == trained.head.feature)
+    else {
+        return Ok(());
+    };
+    // The same rows, in the same order, as the head was trained on.
+    let labels: Vec<bool> = messages.iter().filter_map(|m| m.label(key)).collect();
+    let Some(validator) = guard.validators().iter().find(|v| v.key == key) else {
+        return Ok(());
+    };
+    let Some(choice) = aegis_eval::choose_threshold(
+        &head.out_of_fold,
+        &labels,
+        f64::from(validator.threshold),
+        options.folds,
+    ) else {
+        eprintln!("{key}: threshold not tuned (one class only)");
+        return Ok(());
+    };
+    let f1 = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
+    println!(
+        "{key:<18} threshold {:.3} (CV F1 {}) vs tuned {:.3} (nested CV F1 {}): {}",
+        choice.current,
+        f1(choice.current_f1),
+        choice.tuned,
+        f1(choice.tuned_f1),
+        if choice.keep { "tuned" } else { "kept" }
+    );
+    if choice.keep && !dry_run {
+        // Templates keep three decimals; rounding down keeps the chosen message flagged.
+        let written = ((choice.tuned * 1000.0).floor() / 1000.0).max(0.001);
+        let content = validator.content_with_threshold(written as f32)?;
+        std::fs::write(&validator.path, content)
+            .with_context(|| format!("cannot write {}", validator.path.display()))?;
+        eprintln!("wrote threshold {written} to {}", validator.path.display());
+    }
+    Ok(())
 }
 
 fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {

@@ -11,6 +11,7 @@ mod html;
 mod metrics;
 mod report;
 mod run;
+mod threshold;
 
 pub use compare::{compare, Comparison, Flip, MetricDelta};
 pub use dataset::{Dataset, DatasetRow, Sample};
@@ -24,3 +25,4 @@ pub use report::{
     ValidatorReport, ValidatorSummary, WORST_MISTAKES,
 };
 pub use run::{run_info, score_rows, BATCH};
+pub use threshold::{choose_threshold, ThresholdChoice, KEEP_MARGIN};
