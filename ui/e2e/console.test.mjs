@@ -156,6 +156,7 @@ test("an evaluation shows metrics, a threshold slider recomputes them, apply wri
   const strict = await slide("0.99");
   assert.ok(lenient >= strict, `recall at 0.01 (${lenient}) >= at 0.99 (${strict})`);
   await slide("0.4");
+  await d.execute("document.querySelector('[data-testid=eval-validator-toxic]').scrollIntoView()");
   await shot("08-eval");
   await d.click(await d.find('[data-testid="eval-apply-toxic"]'));
   await d.waitFor('[data-testid="eval-notice"]');
