@@ -126,29 +126,13 @@ impl Console {
                 answers[slot] = Some(answer);
             }
             for (row, answer) in chunk.iter().zip(answers) {
-                let (scores, error) = match answer {
-                    Some(Ok(checked)) => (
-                        checked
-                            .verdict
-                            .results
-                            .iter()
-                            .map(|r| (r.key.clone(), f64::from(r.score)))
-                            .collect(),
-                        None,
-                    ),
-                    Some(Err(WorkerError::Guard(e))) => (BTreeMap::new(), Some(e.to_string())),
+                let verdict = match answer {
+                    Some(Ok(checked)) => Ok(checked.verdict),
+                    Some(Err(WorkerError::Guard(e))) => Err(e.to_string()),
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err(ConsoleError::Invalid("a message got no answer".into())),
                 };
-                rows.push(ScoredRow {
-                    row: row.row,
-                    id: row.message.id.clone(),
-                    text: row.message.text.clone(),
-                    lang: row.message.language(),
-                    labels: row.message.labels.clone(),
-                    scores,
-                    error,
-                });
+                rows.push(ScoredRow::new(row, verdict.as_ref().map_err(Clone::clone)));
             }
             progress(rows.len());
         }

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::Sample;
+use aegis_guard::Verdict;
+
+use crate::dataset::{DatasetRow, Sample};
 use crate::metrics::{Curves, Histogram, Metrics};
 
 /// One evaluated message: its labels and each validator's score (the score the guard decides
@@ -26,6 +28,30 @@ pub struct ScoredRow {
 }
 
 impl ScoredRow {
+    /// A dataset row with the guard's verdict on it, or why there is none.
+    pub fn new(row: &DatasetRow, verdict: std::result::Result<&Verdict, String>) -> Self {
+        let (scores, error) = match verdict {
+            Ok(verdict) => (
+                verdict
+                    .results
+                    .iter()
+                    .map(|r| (r.key.clone(), f64::from(r.score)))
+                    .collect(),
+                None,
+            ),
+            Err(error) => (BTreeMap::new(), Some(error)),
+        };
+        Self {
+            row: row.row,
+            id: row.message.id.clone(),
+            text: row.message.text.clone(),
+            lang: row.message.language(),
+            labels: row.message.labels.clone(),
+            scores,
+            error,
+        }
+    }
+
     /// Labels this row has for `key` with its score, when both exist.
     fn labelled_score(&self, key: &str) -> Option<(f64, bool)> {
         let label = self.labels.get(key).copied().flatten()?;

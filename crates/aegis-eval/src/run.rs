@@ -60,26 +60,10 @@ pub fn score_rows(
         }
         let texts: Vec<&str> = batch.iter().map(|r| r.message.text.as_str()).collect();
         for (row, verdict) in batch.iter().zip(guard.check_batch(&texts)) {
-            let (scores, error) = match verdict {
-                Ok(verdict) => (
-                    verdict
-                        .results
-                        .iter()
-                        .map(|r| (r.key.clone(), f64::from(r.score)))
-                        .collect(),
-                    None,
-                ),
-                Err(e) => (Default::default(), Some(e.to_string())),
-            };
-            scored.push(ScoredRow {
-                row: row.row,
-                id: row.message.id.clone(),
-                text: row.message.text.clone(),
-                lang: row.message.language(),
-                labels: row.message.labels.clone(),
-                scores,
-                error,
-            });
+            scored.push(ScoredRow::new(
+                row,
+                verdict.as_ref().map_err(|e| e.to_string()),
+            ));
         }
         progress(scored.len(), total);
     }

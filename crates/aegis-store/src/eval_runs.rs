@@ -85,16 +85,8 @@ impl Store {
         .await
         .map_err(|e| self.sql(e))?;
         for (position, t) in info.templates.iter().enumerate() {
-            sqlx::query(
-                "INSERT OR IGNORE INTO template_versions (validator_key, content_hash, content, created_at) VALUES (?, ?, ?, ?)",
-            )
-            .bind(&t.key)
-            .bind(&t.content_hash)
-            .bind(&t.content)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.sql(e))?;
+            self.keep_template_version(&mut tx, &t.key, &t.content_hash, &t.content, now)
+                .await?;
             sqlx::query(
                 "INSERT INTO eval_run_templates (run_id, position, validator_key, name, template_version_id, threshold, scored_by)
                  VALUES (?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?), ?, ?)",

@@ -82,6 +82,28 @@ pub struct NewVerdict<'a> {
 }
 
 impl Store {
+    /// Keeps a template's text once per (key, hash), shared by verdicts, saves and evaluation runs.
+    pub(crate) async fn keep_template_version(
+        &self,
+        tx: &mut sqlx::SqliteConnection,
+        key: &str,
+        content_hash: &str,
+        content: &str,
+        now: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO template_versions (validator_key, content_hash, content, created_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(key)
+        .bind(content_hash)
+        .bind(content)
+        .bind(now)
+        .execute(tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
     /// Records one verdict; returns its id.
     pub async fn record(&self, new: &NewVerdict<'_>) -> Result<i64> {
         let now = now_millis();
@@ -97,16 +119,8 @@ impl Store {
                 .collect()
         };
         for t in &unknown {
-            sqlx::query(
-                "INSERT OR IGNORE INTO template_versions (validator_key, content_hash, content, created_at) VALUES (?, ?, ?, ?)",
-            )
-            .bind(&t.key)
-            .bind(&t.content_hash)
-            .bind(&t.content)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.sql(e))?;
+            self.keep_template_version(&mut tx, &t.key, &t.content_hash, &t.content, now)
+                .await?;
         }
         let message_id: i64 = sqlx::query_scalar(
             "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
