@@ -17,12 +17,10 @@ pub use compare::{compare, Comparison, Flip, MetricDelta};
 pub use dataset::{Dataset, DatasetRow, Sample};
 pub use error::{EvalError, Result};
 pub use html::render as render_html;
-pub use metrics::{
-    average_precision, best_f1_threshold, BestThreshold, Confusion, Curves, Histogram, Metrics,
-};
+pub use metrics::{BestThreshold, Confusion, Curves, Histogram, Metrics};
 pub use report::{
     DatasetInfo, EvalReport, Mistake, ModelInfo, RowError, RunInfo, RunTemplate, ScoredRow,
-    ValidatorReport, ValidatorSummary, WORST_MISTAKES,
+    ValidatorReport, ValidatorSummary,
 };
-pub use run::{run_info, score_rows, BATCH};
-pub use threshold::{choose_threshold, ThresholdChoice, KEEP_MARGIN};
+pub use run::{run_info, score_rows};
+pub use threshold::{choose_threshold, ThresholdChoice};
