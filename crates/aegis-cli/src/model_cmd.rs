@@ -1,7 +1,15 @@
-//! `aegis model`: fetch a model ahead of time, or show what a model name resolves to.
+//! `aegis model`: fetch a model ahead of time, show what a model name resolves to, write a
+//! synthetic model for speed tests, and check that two devices compute the same logits.
 
-use aegis_engine::LanguageModel;
-use anyhow::Result;
+use std::path::PathBuf;
+
+use aegis_engine::{
+    agreement_prompts, compare_logits, reference_format, synthetic_storage, write_synthetic_gguf,
+    DeviceChoice, GemmaEngine, GemmaShape, LanguageModel, LoadOptions, SyntheticSpec, WeightFormat,
+    SYNTHETIC_WARNING,
+};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::options::ModelArgs;
 use crate::ExitStatus;
@@ -13,14 +21,145 @@ pub enum ModelCommand {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Write a GGUF with a real Gemma 3 size's tensor names and shapes and seeded random weights,
+    /// for speed tests where the real weights are not at hand. Its verdicts mean nothing.
+    Synth {
+        /// tiny, 270m, 1b, 4b, 12b or 27b.
+        #[arg(long, default_value = "4b")]
+        shape: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Storage of the matrices: bf16, f16, f32, q8_0, q4_0 or q4k.
+        #[arg(long, default_value = "bf16")]
+        dtype: String,
+        /// Where to write the .gguf (the Gemma 3 tokenizer is found beside it or in the default
+        /// model folder, as for any GGUF).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run one model on the CPU (the reference) and on `--device` with the same token ids, and
+    /// check the last-position logits agree within the tolerance stated for the weight format.
+    /// Exit status 1 when any prompt disagrees.
+    Agree {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(command: ModelCommand) -> Result<ExitStatus> {
     match command {
         ModelCommand::Info { model } => {
             let engine = model.load()?;
+            if engine.info().synthetic {
+                eprintln!("warning: {SYNTHETIC_WARNING}");
+            }
             println!("{}", serde_json::to_string_pretty(engine.info())?);
             Ok(ExitStatus::Passed)
         }
+        ModelCommand::Synth {
+            shape,
+            seed,
+            dtype,
+            out,
+        } => synth(&shape, seed, &dtype, out),
+        ModelCommand::Agree { model, json } => agree(&model, json),
     }
+}
+
+fn synth(shape: &str, seed: u64, dtype: &str, out: PathBuf) -> Result<ExitStatus> {
+    let spec = SyntheticSpec {
+        shape: GemmaShape::named(shape)?,
+        seed,
+        dtype: synthetic_storage(dtype)?,
+    };
+    eprintln!("warning: {SYNTHETIC_WARNING}");
+    eprintln!(
+        "writing a Gemma 3 {}-shaped model ({:.2} billion parameters, {dtype}) to {}",
+        spec.shape.name,
+        spec.shape.parameters() as f64 / 1e9,
+        out.display()
+    );
+    let progress = ProgressBar::new(spec.shape.tensors().len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} tensors {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    write_synthetic_gguf(&out, &spec, &mut |done, _| {
+        progress.set_position(done as u64)
+    })
+    .with_context(|| format!("writing {}", out.display()))?;
+    progress.finish_and_clear();
+    let bytes = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "{} ({:.2} GiB): SYNTHETIC, verdicts mean nothing",
+        out.display(),
+        bytes as f64 / (1u64 << 30) as f64
+    );
+    Ok(ExitStatus::Passed)
+}
+
+fn agree(model: &ModelArgs, json: bool) -> Result<ExitStatus> {
+    let resolved = model.resolve()?;
+    let options = model.load_options()?;
+    let candidate = GemmaEngine::load(&resolved, &options)
+        .with_context(|| format!("loading {} on {}", resolved.id, model.device))?;
+    let format = candidate
+        .info()
+        .weight_format
+        .parse::<WeightFormat>()
+        .map_err(anyhow::Error::msg)?;
+    let reference = GemmaEngine::load(
+        &resolved,
+        &LoadOptions {
+            device: DeviceChoice::Cpu,
+            weight_format: Some(reference_format(format)),
+            ..options.clone()
+        },
+    )
+    .context("loading the CPU reference")?;
+    let prompts = agreement_prompts(&candidate)?;
+    let results = compare_logits(&reference, &candidate, format, &prompts)?;
+    let passed = results.iter().all(|r| r.passes());
+    let (cpu, gpu) = (reference.info(), candidate.info());
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "model": gpu.id, "synthetic": gpu.synthetic,
+                "reference": {"device": cpu.device, "weights": cpu.weight_format},
+                "candidate": {"device": gpu.device, "weights": gpu.weight_format},
+                "passed": passed, "prompts": results,
+            }))?
+        );
+    } else {
+        println!(
+            "{}: {} {} against {} {}",
+            gpu.id, gpu.device, gpu.weight_format, cpu.device, cpu.weight_format
+        );
+        println!(
+            "{:<8} {:>6} {:>12} {:>12} {:>10} {:>10} {:>5}  result",
+            "prompt", "tokens", "max |diff|", "max |logit|", "relative", "tolerance", "top1"
+        );
+        for r in &results {
+            println!(
+                "{:<8} {:>6} {:>12.5} {:>12.3} {:>10.2e} {:>10.0e} {:>5}  {}",
+                r.label,
+                r.tokens,
+                r.max_abs_diff,
+                r.max_abs_reference,
+                r.relative,
+                r.tolerance,
+                if r.same_top_token { "same" } else { "diff" },
+                if r.passes() { "pass" } else { "FAIL" }
+            );
+        }
+        println!("{}", if passed { "agree" } else { "DISAGREE" });
+    }
+    Ok(if passed {
+        ExitStatus::Passed
+    } else {
+        ExitStatus::Failed
+    })
 }

@@ -20,8 +20,9 @@ pub struct ModelArgs {
     /// cpu, cuda, cuda:N, or auto (CUDA when built with it and present).
     #[arg(long, env = "AEGIS_DEVICE", default_value = "auto")]
     pub device: String,
-    /// dense (dequantize once; fastest on CPU) or quantized (least memory).
-    #[arg(long, default_value = "dense")]
+    /// auto (f32 on CPU, bf16 on GPU), f32 (dequantize once; fastest on CPU), bf16 (GPU tensor
+    /// cores) or quantized (the file's blocks; least memory).
+    #[arg(long, env = "AEGIS_WEIGHTS", default_value = "auto")]
     pub weights: String,
     /// Longest prompt accepted, in tokens.
     #[arg(long, default_value_t = LoadOptions::default().max_context)]
@@ -51,29 +52,38 @@ impl ModelArgs {
     /// The engine and the files it was loaded from.
     pub fn load_with_files(&self) -> Result<(GemmaEngine, ResolvedModel)> {
         let started = Instant::now();
-        let spec = ModelSpec::parse(&self.model)?;
-        let hub = HubOptions {
-            offline: self.offline,
-            progress: true,
-            ..HubOptions::default()
-        };
-        let resolved = resolve(&spec, &hub)?;
-        let options = LoadOptions {
-            device: self.device.parse::<DeviceChoice>()?,
-            weight_format: self
-                .weights
-                .parse::<WeightFormat>()
-                .map_err(anyhow::Error::msg)?,
-            max_context: self.max_context,
-            ..LoadOptions::default()
-        };
-        let engine = GemmaEngine::load(&resolved, &options)
+        let resolved = self.resolve()?;
+        let engine = GemmaEngine::load(&resolved, &self.load_options()?)
             .with_context(|| format!("loading {}", resolved.id))?;
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "model ready"
         );
         Ok((engine, resolved))
+    }
+
+    /// Where the model's files are (downloading them first if needed).
+    pub fn resolve(&self) -> Result<ResolvedModel> {
+        let spec = ModelSpec::parse(&self.model)?;
+        let hub = HubOptions {
+            offline: self.offline,
+            progress: true,
+            ..HubOptions::default()
+        };
+        Ok(resolve(&spec, &hub)?)
+    }
+
+    /// The device, weight format and limits the flags ask for.
+    pub fn load_options(&self) -> Result<LoadOptions> {
+        Ok(LoadOptions {
+            device: self.device.parse::<DeviceChoice>()?,
+            weight_format: match self.weights.as_str() {
+                "auto" => None,
+                other => Some(other.parse::<WeightFormat>().map_err(anyhow::Error::msg)?),
+            },
+            max_context: self.max_context,
+            ..LoadOptions::default()
+        })
     }
 }
 

@@ -27,7 +27,14 @@ pub struct ModelInfo {
     pub weight_format: String,
     /// Longest prompt, in tokens, the engine accepts.
     pub context_length: usize,
+    /// Seeded random weights (`aegis model synth`): good for timing, its verdicts mean nothing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub synthetic: bool,
 }
+
+/// What every report shows beside a synthetic model's results.
+pub const SYNTHETIC_WARNING: &str =
+    "SYNTHETIC MODEL: random weights for speed tests; its verdicts mean nothing";
 
 /// Anything that can answer the guard's questions: the local Gemma, or (later) a remote server.
 pub trait LanguageModel: Send + Sync {
@@ -118,20 +125,34 @@ impl std::str::FromStr for DeviceChoice {
 }
 
 impl DeviceChoice {
-    pub fn open(self) -> Result<Device> {
-        Ok(match self {
-            Self::Cpu => Device::Cpu,
-            Self::Cuda(n) => Device::new_cuda(n)?,
-            Self::Auto if candle_core::utils::cuda_is_available() => Device::new_cuda(0)?,
-            Self::Auto => Device::Cpu,
-        })
+    /// The device, and its name as reports show it (`cpu`, `cuda:0`).
+    pub fn open(self) -> Result<(Device, String)> {
+        let cuda = |ordinal: usize| -> Result<(Device, String)> {
+            if !candle_core::utils::cuda_is_available() {
+                return Err(EngineError::CudaNotBuilt);
+            }
+            let device = Device::new_cuda(ordinal)
+                .map_err(|e| EngineError::DeviceUnavailable(format!("cuda:{ordinal}: {e}")))?;
+            Ok((device, format!("cuda:{ordinal}")))
+        };
+        match self {
+            Self::Cpu => Ok((Device::Cpu, "cpu".to_string())),
+            Self::Cuda(n) => cuda(n),
+            // A CUDA build on a machine whose GPU is missing or busy still runs, on the CPU.
+            Self::Auto if candle_core::utils::cuda_is_available() => cuda(0).or_else(|e| {
+                tracing::warn!(error = %e, "no usable GPU; running on the CPU");
+                Ok((Device::Cpu, "cpu".to_string()))
+            }),
+            Self::Auto => Ok((Device::Cpu, "cpu".to_string())),
+        }
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     pub device: DeviceChoice,
-    pub weight_format: WeightFormat,
+    /// `None`: the best format for the device (`WeightFormat::best_for`).
+    pub weight_format: Option<WeightFormat>,
     /// Cap on prompt length in tokens; the model's own context when larger is never exceeded.
     pub max_context: usize,
     /// Memory for cached template openings, kept across requests (0 turns the cache off).
@@ -142,7 +163,7 @@ impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             device: DeviceChoice::Auto,
-            weight_format: WeightFormat::default(),
+            weight_format: None,
             // Attention here is computed densely; 4,096 tokens keeps one request's scratch memory
             // in the low hundreds of MiB on CPU while covering any chat message.
             max_context: 4096,
@@ -179,9 +200,12 @@ impl std::fmt::Debug for GemmaEngine {
 impl GemmaEngine {
     pub fn load(resolved: &ResolvedModel, options: &LoadOptions) -> Result<Self> {
         let started = Instant::now();
-        let device = options.device.open()?;
+        let (device, device_name) = options.device.open()?;
+        let weight_format = options
+            .weight_format
+            .unwrap_or_else(|| WeightFormat::best_for(&device));
         let tokenizer = GemmaTokenizer::from_file(&resolved.tokenizer)?;
-        let model = Gemma3::load(&resolved.weights, options.weight_format, &device)?;
+        let model = Gemma3::load(&resolved.weights, weight_format, &device)?;
         let content_hash = match &resolved.weights {
             WeightFiles::Gguf(path) => crate::hash::file_sha256(path)?,
             WeightFiles::Safetensors { shards, .. } => crate::hash::files_sha256(shards)?,
@@ -198,10 +222,14 @@ impl GemmaEngine {
         let info = ModelInfo {
             id: resolved.id.clone(),
             content_hash,
-            device: device_name(&device),
-            weight_format: format!("{:?}", options.weight_format).to_lowercase(),
+            device: device_name,
+            weight_format: weight_format.name().to_string(),
             context_length: options.max_context.min(model.config().context_length),
+            synthetic: model.is_synthetic(),
         };
+        if info.synthetic {
+            tracing::warn!(model = %info.id, "{SYNTHETIC_WARNING}");
+        }
         tracing::info!(model = %info.id, device = %info.device, elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
         Ok(Self {
             model,
@@ -271,14 +299,6 @@ fn argmax(values: &[f32]) -> u32 {
             }
         })
         .0 as u32
-}
-
-fn device_name(device: &Device) -> String {
-    match device {
-        Device::Cpu => "cpu".to_string(),
-        Device::Cuda(_) => "cuda".to_string(),
-        Device::Metal(_) => "metal".to_string(),
-    }
 }
 
 /// Mean of the rows of `hidden` (`[len, hidden]`) at `rows`; empty when there are none.

@@ -19,8 +19,12 @@ pub enum EngineError {
     ContextExceeded { prompt_tokens: usize, limit: usize },
     #[error("empty prompt")]
     EmptyPrompt,
-    #[error("unknown device {0:?}: use cpu or cuda[:N]")]
+    #[error("unknown device {0:?}: use auto, cpu, cuda or cuda:N")]
     UnknownDevice(String),
+    #[error("this build has no GPU support: rebuild with `--features cuda` (scripts/build-cuda.sh) or use --device cpu")]
+    CudaNotBuilt,
+    #[error("GPU {0} (is the NVIDIA driver loaded and the index right? `nvidia-smi` lists GPUs)")]
+    DeviceUnavailable(String),
     #[error("I/O error on {path}: {source}")]
     Io {
         path: PathBuf,

@@ -1,6 +1,7 @@
 //! Gemma 3 on candle: where the model comes from, how text becomes tokens, the forward pass,
 //! and scoring and generation behind the `LanguageModel` trait. Knows nothing of policies.
 
+mod agreement;
 mod config;
 mod cost;
 mod engine;
@@ -10,12 +11,17 @@ mod model;
 mod packing;
 mod prefix_cache;
 mod source;
+mod synthetic;
 mod tokenizer;
 
+pub use agreement::{
+    agreement_prompts, compare_logits, reference_format, tolerance, LogitAgreement,
+};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use engine::{
     DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored, Scores,
+    SYNTHETIC_WARNING,
 };
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
@@ -24,5 +30,8 @@ pub use prefix_cache::PrefixCacheStats;
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,
     ResolvedModel, WeightFiles, MODEL_DIR_ENV,
+};
+pub use synthetic::{
+    synthetic_storage, write_synthetic_gguf, GemmaShape, SyntheticSpec, GEMMA3_VOCAB, SYNTHETIC_KEY,
 };
 pub use tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};

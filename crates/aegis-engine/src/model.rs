@@ -15,15 +15,44 @@ use crate::error::{EngineError, Result};
 use crate::packing::PackedBatch;
 use crate::source::WeightFiles;
 
-/// How linear-layer weights are held in memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How linear-layer weights are held in memory, and so which dtype activations run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WeightFormat {
-    /// Keep the file's quantized blocks; matmuls dequantize on the fly.
+    /// Keep the file's quantized blocks; matmuls dequantize on the fly (f32 activations).
     Quantized,
     /// Dequantize once at load to dense f32: more memory, faster prefill on CPU (GEMM instead of
-    /// per-row quantized dot products). Measured and chosen as the default; see the README.
-    #[default]
-    Dense,
+    /// per-row quantized dot products). Measured and chosen for CPU; see the README.
+    F32,
+    /// Dense bfloat16 weights and activations: what GPU tensor cores run fastest, at half the
+    /// memory of f32. Slow on CPU (no bf16 GEMM units); there it is only for agreement checks.
+    Bf16,
+}
+
+impl WeightFormat {
+    /// The format a device runs best: f32 GEMM on CPU, bf16 tensor cores on CUDA.
+    pub fn best_for(device: &Device) -> Self {
+        if device.is_cpu() {
+            Self::F32
+        } else {
+            Self::Bf16
+        }
+    }
+
+    /// The dtype hidden states, caches and dense weights take in this format.
+    pub fn activation_dtype(self) -> DType {
+        match self {
+            Self::Quantized | Self::F32 => DType::F32,
+            Self::Bf16 => DType::BF16,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Quantized => "quantized",
+            Self::F32 => "f32",
+            Self::Bf16 => "bf16",
+        }
+    }
 }
 
 impl std::str::FromStr for WeightFormat {
@@ -31,9 +60,10 @@ impl std::str::FromStr for WeightFormat {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s {
             "quantized" | "q" => Ok(Self::Quantized),
-            "dense" | "f32" => Ok(Self::Dense),
+            "f32" | "dense" => Ok(Self::F32),
+            "bf16" => Ok(Self::Bf16),
             other => Err(format!(
-                "unknown weight format {other:?}: use dense or quantized"
+                "unknown weight format {other:?}: use f32, bf16, quantized or auto"
             )),
         }
     }
@@ -165,6 +195,10 @@ pub struct Gemma3 {
     layers: Vec<Layer>,
     final_norm: RmsNorm,
     device: Device,
+    /// Activations, caches and dense weights (see `WeightFormat::activation_dtype`).
+    dtype: DType,
+    /// Random weights written by `synthetic` (for speed and device checks only).
+    synthetic: bool,
 }
 
 /// Reads named tensors from either weight format, presenting GGUF names.
@@ -211,15 +245,41 @@ impl WeightReader {
         }
     }
 
-    fn norm(&mut self, path: &Path, name: &str, eps: f64, device: &Device) -> Result<RmsNorm> {
+    fn norm(
+        &mut self,
+        path: &Path,
+        name: &str,
+        eps: f64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<RmsNorm> {
         let weight = match self {
             // GGUF conversion already folded Gemma's `1 + w` into the stored weight.
             Self::Gguf { .. } => self.qtensor(path, name, device)?.dequantize(device)?,
             Self::Safetensors { .. } => (self.dense(path, name)? + 1.0)?.to_device(device)?,
         };
         Ok(RmsNorm {
-            weight,
+            weight: weight.to_dtype(dtype)?,
             eps: eps as f32,
+        })
+    }
+
+    /// A weight as one dense tensor of `dtype` on `device`.
+    fn dense_on(
+        &mut self,
+        path: &Path,
+        name: &str,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
+        Ok(match self {
+            Self::Gguf { .. } => self
+                .qtensor(path, name, device)?
+                .dequantize(device)?
+                .to_dtype(dtype)?,
+            Self::Safetensors { .. } => {
+                self.dense(path, name)?.to_dtype(dtype)?.to_device(device)?
+            }
         })
     }
 
@@ -230,14 +290,18 @@ impl WeightReader {
         format: WeightFormat,
         device: &Device,
     ) -> Result<QMatMul> {
-        if let Self::Safetensors { .. } = self {
-            return Ok(QMatMul::Tensor(self.dense(path, name)?.to_device(device)?));
+        match (format, &self) {
+            (WeightFormat::Quantized, Self::Gguf { .. }) => {
+                Ok(QMatMul::from_qtensor(self.qtensor(path, name, device)?)?)
+            }
+            // Safetensors hold no quantized blocks: "quantized" keeps them dense f32.
+            _ => Ok(QMatMul::Tensor(self.dense_on(
+                path,
+                name,
+                format.activation_dtype(),
+                device,
+            )?)),
         }
-        let q = self.qtensor(path, name, device)?;
-        Ok(match format {
-            WeightFormat::Quantized => QMatMul::from_qtensor(q)?,
-            WeightFormat::Dense => QMatMul::Tensor(q.dequantize(device)?),
-        })
     }
 }
 
@@ -250,8 +314,11 @@ impl Gemma3 {
                     EngineError::invalid(path, format!("not a readable GGUF file: {e}"))
                 })?;
                 let config = Gemma3Config::from_gguf(path, &content)?;
+                let synthetic = crate::synthetic::is_synthetic(&content);
                 let reader = WeightReader::Gguf { content, file };
-                Self::from_reader(path, config, reader, format, device)
+                let mut model = Self::from_reader(path, config, reader, format, device)?;
+                model.synthetic = synthetic;
+                Ok(model)
             }
             WeightFiles::Safetensors { config, shards } => {
                 let cfg = Gemma3Config::from_hf_config(config)?;
@@ -291,7 +358,13 @@ impl Gemma3 {
         device: &Device,
     ) -> Result<Self> {
         let eps = config.rms_norm_eps;
+        let dtype = format.activation_dtype();
         let (embedding, lm_head) = match &mut reader {
+            // bf16 is for devices with memory to spare and tensor cores to feed: one dense table.
+            _ if format == WeightFormat::Bf16 => {
+                let t = reader.dense_on(path, "token_embd.weight", dtype, device)?;
+                (Embedding::Dense(t.clone()), QMatMul::Tensor(t))
+            }
             WeightReader::Gguf { .. } => {
                 // The embedding stays quantized whatever the format: only a few rows are read per
                 // step, and dequantizing 262,144 rows would cost far more memory than it saves.
@@ -310,7 +383,7 @@ impl Gemma3 {
             let (q_proj, k_proj, v_proj, o_proj) =
                 (m("attn_q")?, m("attn_k")?, m("attn_v")?, m("attn_output")?);
             let (gate_proj, up_proj, down_proj) = (m("ffn_gate")?, m("ffn_up")?, m("ffn_down")?);
-            let mut norm = |kind: &str| reader.norm(path, &n(kind), eps, device);
+            let mut norm = |kind: &str| reader.norm(path, &n(kind), eps, dtype, device);
             layers.push(Layer {
                 attn_norm: norm("attn_norm")?,
                 q_norm: norm("attn_q_norm")?,
@@ -328,7 +401,7 @@ impl Gemma3 {
                 sliding: config.is_sliding(i),
             });
         }
-        let final_norm = reader.norm(path, "output_norm.weight", eps, device)?;
+        let final_norm = reader.norm(path, "output_norm.weight", eps, dtype, device)?;
         Ok(Self {
             config,
             embedding,
@@ -336,6 +409,8 @@ impl Gemma3 {
             layers,
             final_norm,
             device: device.clone(),
+            dtype,
+            synthetic: false,
         })
     }
 
@@ -345,6 +420,15 @@ impl Gemma3 {
 
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Whether the weights are synthetic random ones (see `synthetic`): its answers are noise.
+    pub fn is_synthetic(&self) -> bool {
+        self.synthetic
     }
 
     /// Runs `tokens` after whatever `cache` already holds, appends them to it, and returns the
@@ -447,7 +531,8 @@ impl Gemma3 {
                 batch.mask(rows.clone(), &visible, window),
                 (rows.len(), keys),
                 &self.device,
-            )
+            )?
+            .to_dtype(self.dtype)
         };
         Ok(AttentionGroup {
             masks: (mask(None)?, mask(Some(self.config.sliding_window))?),
@@ -468,7 +553,8 @@ impl Gemma3 {
     ) -> Result<Tensor> {
         let cfg = &self.config;
         let ids = Tensor::new(tokens, &self.device)?;
-        let mut xs = (self.embedding.rows(&ids)? * (cfg.hidden_size as f64).sqrt())?;
+        let mut xs =
+            (self.embedding.rows(&ids)?.to_dtype(self.dtype)? * (cfg.hidden_size as f64).sqrt())?;
         let global_rope =
             self.rope_tables(positions, cfg.rope_global_base, cfg.rope_global_scale)?;
         let local_rope = self.rope_tables(positions, cfg.rope_local_base, 1.0)?;
@@ -583,8 +669,8 @@ impl Gemma3 {
             }
         }
         Ok((
-            Tensor::from_vec(cos, (len, half), &self.device)?,
-            Tensor::from_vec(sin, (len, half), &self.device)?,
+            Tensor::from_vec(cos, (len, half), &self.device)?.to_dtype(self.dtype)?,
+            Tensor::from_vec(sin, (len, half), &self.device)?.to_dtype(self.dtype)?,
         ))
     }
 
@@ -600,7 +686,7 @@ impl Gemma3 {
                 mask.push(if visible { 0f32 } else { f32::NEG_INFINITY });
             }
         }
-        Ok(Tensor::from_vec(mask, (len, total), &self.device)?)
+        Ok(Tensor::from_vec(mask, (len, total), &self.device)?.to_dtype(self.dtype)?)
     }
 
     /// Logits over the whole vocabulary for one hidden state `[hidden]`.
@@ -620,8 +706,12 @@ impl Gemma3 {
 
     /// `logits_for` for each row of `hidden` (`[rows, hidden]`): `[rows][ids.len()]`.
     pub fn logits_for_rows(&self, hidden: &Tensor, ids: &[u32]) -> Result<Vec<Vec<f32>>> {
-        let heads = self.embedding.rows(&Tensor::new(ids, &self.device)?)?; // [n, hidden]
-        let logits = hidden.matmul(&heads.t()?)?; // [rows, n]
+        // In f32 whatever the format: two dot products of 2,560 terms lose digits in bf16.
+        let heads = self
+            .embedding
+            .rows(&Tensor::new(ids, &self.device)?)?
+            .to_dtype(DType::F32)?; // [n, hidden]
+        let logits = hidden.to_dtype(DType::F32)?.matmul(&heads.t()?)?; // [rows, n]
         Ok(logits.to_dtype(DType::F32)?.to_vec2()?)
     }
 

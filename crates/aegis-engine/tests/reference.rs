@@ -124,7 +124,7 @@ fn quantized_logits_match_llama_cpp() {
     let resolved = aegis_engine::resolve(&aegis_engine::ModelSpec::Default, &Default::default())
         .expect("model");
     let options = LoadOptions {
-        weight_format: WeightFormat::Quantized,
+        weight_format: Some(WeightFormat::Quantized),
         ..LoadOptions::default()
     };
     let quantized = GemmaEngine::load(&resolved, &options).expect("load quantized");

@@ -2,6 +2,7 @@
 //! command fetches the model first (scripts/setup-model.sh); a missing model fails, never skips.
 
 mod common;
+mod devices;
 mod reference;
 mod scoring;
 mod tokenizer;

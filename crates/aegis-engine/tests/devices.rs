@@ -1,0 +1,154 @@
+//! Synthetic models through the real loader, and agreement between weight formats and devices.
+//! The CPU tests run everywhere; the CUDA ones are compiled only with `--features cuda` and need a
+//! GPU (see scripts/gpu-check.sh, which runs them on one).
+
+use std::path::{Path, PathBuf};
+
+use aegis_engine::{
+    agreement_prompts, compare_logits, reference_format, resolve, write_synthetic_gguf,
+    DeviceChoice, GemmaEngine, GemmaShape, HubOptions, LanguageModel, LoadOptions, ModelSpec,
+    Segment, SyntheticSpec, WeightFormat,
+};
+
+/// The tiny synthetic model, written once per test binary (bf16 storage, as the 4B bench uses).
+fn tiny_model() -> &'static Path {
+    static PATH: std::sync::OnceLock<(tempfile::TempDir, PathBuf)> = std::sync::OnceLock::new();
+    let (_, path) = PATH.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tiny-synthetic.gguf");
+        let spec = SyntheticSpec {
+            shape: GemmaShape::tiny(),
+            seed: 11,
+            dtype: aegis_engine::synthetic_storage("bf16").expect("dtype"),
+        };
+        write_synthetic_gguf(&path, &spec, &mut |_, _| {}).expect("write synthetic model");
+        (dir, path)
+    });
+    path
+}
+
+fn load(path: Option<&Path>, device: DeviceChoice, format: WeightFormat) -> GemmaEngine {
+    let spec = match path {
+        Some(p) => ModelSpec::parse(&p.to_string_lossy()).expect("spec"),
+        None => ModelSpec::Default,
+    };
+    let resolved = resolve(&spec, &HubOptions::default()).expect("resolve (is the model set up?)");
+    let options = LoadOptions {
+        device,
+        weight_format: Some(format),
+        ..LoadOptions::default()
+    };
+    GemmaEngine::load(&resolved, &options).expect("load")
+}
+
+fn assert_agree(path: Option<&Path>, device: DeviceChoice, format: WeightFormat) {
+    let reference = load(path, DeviceChoice::Cpu, reference_format(format));
+    let candidate = load(path, device, format);
+    let prompts = agreement_prompts(&candidate).expect("prompts");
+    for result in compare_logits(&reference, &candidate, format, &prompts).expect("compare") {
+        eprintln!("{format:?} on {device:?}: {result:?}");
+        assert!(
+            result.passes(),
+            "{} on {device:?} in {format:?}: relative error {} over {}",
+            result.label,
+            result.relative,
+            result.tolerance
+        );
+    }
+}
+
+#[test]
+fn a_synthetic_model_loads_through_the_real_loader_and_says_so() {
+    let engine = load(Some(tiny_model()), DeviceChoice::Cpu, WeightFormat::F32);
+    assert!(engine.info().synthetic, "{:?}", engine.info());
+    let config = engine.model().config();
+    assert_eq!((config.num_layers, config.hidden_size), (6, 64));
+    assert!(config.is_sliding(0) && !config.is_sliding(5));
+    let prompt = vec![
+        Segment::Template("Is this spam? ".into()),
+        Segment::User("win a prize now".into()),
+    ];
+    let scores = engine.score(&[prompt]).expect("score");
+    let p = scores.answers[0].p_yes;
+    assert!(p > 0.0 && p < 1.0, "{p}");
+    assert_eq!(scores.answers[0].answer_hidden.len(), 64);
+}
+
+#[test]
+fn the_same_seed_writes_the_same_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = SyntheticSpec {
+        shape: GemmaShape::tiny(),
+        seed: 11,
+        dtype: aegis_engine::synthetic_storage("bf16").expect("dtype"),
+    };
+    let again = dir.path().join("again.gguf");
+    write_synthetic_gguf(&again, &spec, &mut |_, _| {}).expect("write");
+    let hash = |p: &Path| aegis_engine::file_sha256(p).expect("hash");
+    assert_eq!(hash(&again), hash(tiny_model()));
+}
+
+#[test]
+fn bf16_agrees_with_f32_on_a_synthetic_model() {
+    assert_agree(Some(tiny_model()), DeviceChoice::Cpu, WeightFormat::Bf16);
+}
+
+#[test]
+fn bf16_agrees_with_f32_on_the_real_model() {
+    assert_agree(None, DeviceChoice::Cpu, WeightFormat::Bf16);
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn asking_for_a_gpu_in_a_cpu_build_is_a_clear_error() {
+    let resolved = resolve(&ModelSpec::Default, &HubOptions::default()).expect("resolve");
+    let options = LoadOptions {
+        device: DeviceChoice::Cuda(0),
+        ..LoadOptions::default()
+    };
+    let err = GemmaEngine::load(&resolved, &options).expect_err("no CUDA in this build");
+    assert!(err.to_string().contains("--features cuda"), "{err}");
+}
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    use super::*;
+
+    #[test]
+    fn gpu_f32_agrees_with_cpu_on_a_synthetic_model() {
+        assert_agree(Some(tiny_model()), DeviceChoice::Cuda(0), WeightFormat::F32);
+    }
+
+    #[test]
+    fn gpu_bf16_agrees_with_cpu_on_a_synthetic_model() {
+        assert_agree(
+            Some(tiny_model()),
+            DeviceChoice::Cuda(0),
+            WeightFormat::Bf16,
+        );
+    }
+
+    #[test]
+    fn gpu_agrees_with_cpu_on_the_real_model() {
+        for format in [
+            WeightFormat::F32,
+            WeightFormat::Bf16,
+            WeightFormat::Quantized,
+        ] {
+            assert_agree(None, DeviceChoice::Cuda(0), format);
+        }
+    }
+
+    #[test]
+    fn auto_picks_the_gpu_and_bf16() {
+        let resolved = resolve(&ModelSpec::Default, &HubOptions::default()).expect("resolve");
+        let auto = GemmaEngine::load(&resolved, &LoadOptions::default()).expect("load");
+        assert_eq!(
+            (
+                auto.info().device.as_str(),
+                auto.info().weight_format.as_str()
+            ),
+            ("cuda:0", "bf16")
+        );
+    }
+}
