@@ -6,7 +6,7 @@
 #
 # Toolkit: an `nvcc` 12.x already on PATH (or in /usr/local/cuda) is used as is. Otherwise the script
 # takes CUDA 12.4 from Debian's `non-free` component: the `nvidia-cuda-toolkit`, `nvidia-cuda-dev`,
-# `libnvvm4` and `libcudart12` packages (and `libcu++-dev` from main) of Debian 13 (trixie), fetched from deb.debian.org with
+# `libnvvm4` and `libcudart12` packages (and the `libcu++-dev`, `libthrust-dev` and `libcub-dev` headers from main) of Debian 13 (trixie), fetched from deb.debian.org with
 # their sha256 checked through Debian's signed InRelease as apt does, and unpacked (not installed) into
 # ~/.cache/aegis/cuda-12.4, so the system's libraries are untouched and the binary still runs on
 # older glibc. Debian 12's own toolkit is CUDA 11.8, which cannot build candle's kernels for Hopper
@@ -56,8 +56,9 @@ unpack_debian_toolkit() {
         echo "$want  $work/index.xz" | sha256sum --check --quiet
         xz -dc "$work/index.xz" >>"$index"
     done
-    # libcu++ (main) holds <nv/target>, which the CUDA 12 headers include.
-    for pkg in nvidia-cuda-toolkit nvidia-cuda-dev libnvvm4 libcudart12 libcu++-dev; do
+    # From main: libcu++ (<nv/target>, which the CUDA 12 headers include), and thrust and cub, which
+    # candle's mixture-of-experts kernels include.
+    for pkg in nvidia-cuda-toolkit nvidia-cuda-dev libnvvm4 libcudart12 libcu++-dev libthrust-dev libcub-dev; do
         local filename sha
         filename="$(awk -v p="$pkg" '$1=="Package:"{hit=($2==p)} hit&&$1=="Filename:"{print $2; exit}' "$index")"
         sha="$(awk -v p="$pkg" '$1=="Package:"{hit=($2==p)} hit&&$1=="SHA256:"{print $2; exit}' "$index")"

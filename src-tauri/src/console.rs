@@ -61,7 +61,12 @@ pub struct ModelState {
     /// loading, ready or failed.
     pub status: String,
     pub model: String,
+    /// cpu or cuda:N.
     pub device: String,
+    /// f32, bf16 or quantized.
+    pub weights: String,
+    /// Random weights for speed tests (`aegis model synth`): verdicts mean nothing.
+    pub synthetic: bool,
     /// Why it failed, or what it is doing while loading.
     pub message: String,
     pub download: Option<Download>,
@@ -292,10 +297,12 @@ impl Console {
                     let snapshot = {
                         let mut s = lock(&console.model);
                         match status {
-                            ModelStatus::Ready { model, device } => {
+                            ModelStatus::Ready(info) => {
                                 s.status = "ready".into();
-                                s.model = model;
-                                s.device = device;
+                                s.model = info.id;
+                                s.device = info.device;
+                                s.weights = info.weight_format;
+                                s.synthetic = info.synthetic;
                                 s.message = String::new();
                                 s.load_ms = Some(started.elapsed().as_secs_f64() * 1e3);
                                 tracing::info!(load_ms = s.load_ms, "model ready");
@@ -742,6 +749,8 @@ fn loading_state(model: &str, message: &str) -> ModelState {
         status: "loading".into(),
         model: model.into(),
         device: String::new(),
+        weights: String::new(),
+        synthetic: false,
         message: message.into(),
         download: None,
         load_ms: None,

@@ -2,7 +2,9 @@
 //! (a) the original service's method (generate each validator's answer, parse it, generate a
 //!     rejection), (b) one forward per validator prompt scored from Yes/No, (c) our fast path
 //!     (shared prefixes, cached openings, packed batches), and (d) llama.cpp prefilling the same
-//!     prompt tokens (via llama-cpp-python, when a Python with it is given).
+//!     prompt tokens (via llama-cpp-python, when a Python with it is given), and (e) the original
+//!     method in PyTorch `transformers` on a randomly initialised model of the same shape (GPU
+//!     machines; scripts/bench-gpu.sh).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,6 +33,9 @@ pub struct BenchArgs {
     /// A Python that has llama-cpp-python, for column (d); without one (d) is left out.
     #[arg(long, env = "AEGIS_BENCH_PYTHON")]
     pub llama_python: Option<PathBuf>,
+    /// A Python with torch and transformers, for column (e) on the GPU; without one (e) is left out.
+    #[arg(long, env = "AEGIS_BENCH_TORCH_PYTHON")]
+    pub transformers_python: Option<PathBuf>,
     /// Time only the fast path (c) per message length: for comparing load options, such as
     /// `--weights dense` against `--weights quantized`, side by side.
     #[arg(long)]
@@ -39,6 +44,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: Option<PathBuf>,
 }
+
+/// Tokens the original method lets each validator's answer and the rejection message run to.
+const ORIGINAL_ANSWER_TOKENS: usize = 16;
+const ORIGINAL_REJECTION_TOKENS: usize = 48;
 
 /// The lengths the issue asks for, in message tokens.
 const LENGTHS: [(&str, usize); 3] = [("short", 20), ("medium", 120), ("long", 1000)];
@@ -104,8 +113,10 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         .collect::<Result<_>>()?;
     let runs = args.runs.max(1);
     let slow_runs = (runs / 4).clamp(1, 5);
-    let original = Guard::new(model.clone(), validators.clone())
-        .with_rejection(RejectionMode::Generated { max_tokens: 48 });
+    let original =
+        Guard::new(model.clone(), validators.clone()).with_rejection(RejectionMode::Generated {
+            max_tokens: ORIGINAL_REJECTION_TOKENS,
+        });
 
     let mut rows = Vec::new();
     for (name, text) in &messages {
@@ -155,6 +166,17 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         None => None,
     };
 
+    let transformers = match &args.transformers_python {
+        Some(python) => Some(transformers_baseline(
+            python,
+            engine.as_ref(),
+            &validators,
+            &messages,
+            slow_runs.max(3),
+        )?),
+        None => None,
+    };
+
     let (concurrency, validator_counts) = if args.fast_only {
         (Value::Null, Value::Null)
     } else {
@@ -168,10 +190,13 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
     let short = &rows[0];
     let floor_ms = short["flops"].as_f64().unwrap_or(0.0) / (gflops * 1e9) * 1e3;
     let report = json!({
-        "model": {"id": info.id, "weights": info.weight_format, "device": info.device},
+        "model": {"id": info.id, "weights": info.weight_format, "device": info.device,
+                  "synthetic": info.synthetic},
         "validators": validators.len(),
         "lengths": rows,
         "llama_cpp": llama,
+        "transformers": transformers,
+        "gpu_memory_mib": gpu_memory_mib(),
         "concurrency": concurrency,
         "validator_counts": validator_counts,
         "matmul_gflops": gflops,
@@ -193,7 +218,9 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
 fn original_method(guard: &Guard, prompts: &[Prompt], text: &str) -> Result<()> {
     let mut failed = Vec::new();
     for (prompt, validator) in prompts.iter().zip(guard.validators()) {
-        let answer = guard.model().generate(prompt, 16, &mut |_| {})?;
+        let answer = guard
+            .model()
+            .generate(prompt, ORIGINAL_ANSWER_TOKENS, &mut |_| {})?;
         if answer.trim_start().to_lowercase().starts_with("yes") {
             failed.push(validator);
         }
@@ -360,6 +387,91 @@ fn llama_cpp(
     serde_json::from_slice(&output.stdout).context("reading llama.cpp results")
 }
 
+/// Column (e): the original method in PyTorch `transformers` on an HF Gemma 3 of this model's
+/// shape (random bf16 weights), through `scripts/bench_transformers.py`, fed the same prompt ids.
+fn transformers_baseline(
+    python: &Path,
+    engine: &GemmaEngine,
+    validators: &[Validator],
+    messages: &[(&str, String)],
+    runs: usize,
+) -> Result<Value> {
+    let tokenizer = engine.tokenizer();
+    let mut cases = serde_json::Map::new();
+    for (name, text) in messages {
+        let ids = validators
+            .iter()
+            .map(|v| tokenizer.encode_prompt(&v.prompt(text)))
+            .collect::<aegis_engine::Result<Vec<_>>>()?;
+        cases.insert(name.to_string(), json!(ids));
+    }
+    // The rejection prompt the guard writes when every validator fails (the longest one).
+    let every: Vec<&Validator> = validators.iter().collect();
+    let rejection = tokenizer.encode_prompt(&Guard::rejection_prompt(&every, Language::English))?;
+    let cfg = engine.model().config();
+    let device = match engine.info().device.as_str() {
+        "cpu" => "cpu".to_string(),
+        cuda => cuda.to_string(),
+    };
+    let request = std::env::temp_dir().join(format!("aegis-bench-tf-{}.json", std::process::id()));
+    std::fs::write(
+        &request,
+        serde_json::to_vec(&json!({
+            "shape": {
+                "vocab_size": cfg.vocab_size, "hidden_size": cfg.hidden_size,
+                "intermediate_size": cfg.intermediate_size, "num_layers": cfg.num_layers,
+                "num_heads": cfg.num_heads, "num_kv_heads": cfg.num_kv_heads,
+                "head_dim": cfg.head_dim, "sliding_window": cfg.sliding_window,
+                "rope_global_base": cfg.rope_global_base, "rope_local_base": cfg.rope_local_base,
+                "rope_global_scale": cfg.rope_global_scale,
+                "query_pre_attn_scalar": cfg.query_pre_attn_scalar,
+                "context_length": cfg.context_length,
+            },
+            "device": device,
+            "runs": runs,
+            "answer_tokens": ORIGINAL_ANSWER_TOKENS,
+            "rejection_tokens": ORIGINAL_REJECTION_TOKENS,
+            "cases": cases,
+            "rejection": rejection,
+        }))?,
+    )?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/bench_transformers.py");
+    let script = std::env::var_os("AEGIS_BENCH_TRANSFORMERS_SCRIPT")
+        .map(PathBuf::from)
+        .unwrap_or(script);
+    let output = Command::new(python)
+        .arg(&script)
+        .arg(&request)
+        .output()
+        .with_context(|| format!("running {}", python.display()))?;
+    let _ = std::fs::remove_file(&request);
+    if !output.status.success() {
+        bail!(
+            "transformers benchmark failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("reading transformers results")
+}
+
+/// This process's GPU memory as `nvidia-smi` reports it (the CUDA context and candle's pool
+/// included); `None` without a GPU or nvidia-smi.
+fn gpu_memory_mib() -> Option<f64> {
+    let output = Command::new("nvidia-smi")
+        .args([
+            "--query-compute-apps=pid,used_memory",
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .ok()?;
+    let pid = std::process::id().to_string();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_once(','))
+        .find(|(p, _)| p.trim() == pid)
+        .and_then(|(_, mib)| mib.trim().parse().ok())
+}
+
 /// A field of /proc/self/status in KiB (0 where there is none).
 fn memory_kib(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -374,21 +486,29 @@ fn memory_kib(field: &str) -> f64 {
 }
 
 fn print_report(report: &Value) {
-    let ms = |v: &Value| v.as_f64().map_or("—".to_string(), |x| format!("{x:.0}"));
+    // GPU verdicts take milliseconds, CPU ones seconds: keep three significant digits for both.
+    let ms = |v: &Value| {
+        v.as_f64().map_or("—".to_string(), |x| match x {
+            x if x < 10.0 => format!("{x:.2}"),
+            x if x < 100.0 => format!("{x:.1}"),
+            x => format!("{x:.0}"),
+        })
+    };
     let ratio = |a: &Value, b: &Value| match (a.as_f64(), b.as_f64()) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.1}×", a / b),
         _ => "—".into(),
     };
     println!("## Verdict latency, ms (p50 / p95)\n");
-    println!("| message | tokens (msg / prompts / fast path) | (a) original | (b) separate | (c) fast | (d) llama.cpp | a÷c | b÷c | d÷c |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| message | tokens (msg / prompts / fast path) | (a) original | (b) separate | (c) fast | (d) llama.cpp | (e) transformers | a÷c | b÷c | d÷c | e÷c |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let lengths = report["lengths"].as_array().cloned().unwrap_or_default();
     for row in &lengths {
         let name = row["length"].as_str().unwrap_or("");
         let d = &report["llama_cpp"][name];
+        let e = &report["transformers"][name];
         let cell = |t: &Value| format!("{} / {}", ms(&t["p50_ms"]), ms(&t["p95_ms"]));
         println!(
-            "| {name} | {} / {} / {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} / {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row["message_tokens"],
             row["prompt_tokens"],
             row["computed_tokens"],
@@ -396,9 +516,11 @@ fn print_report(report: &Value) {
             cell(&row["b_separate"]),
             cell(&row["c_fast"]),
             cell(d),
+            cell(e),
             ratio(&row["a_original"]["p50_ms"], &row["c_fast"]["p50_ms"]),
             ratio(&row["b_separate"]["p50_ms"], &row["c_fast"]["p50_ms"]),
             ratio(&d["p50_ms"], &row["c_fast"]["p50_ms"]),
+            ratio(&e["p50_ms"], &row["c_fast"]["p50_ms"]),
         );
     }
     println!("\n## Prefill rate, prompt tokens per second at p50\n");
@@ -466,4 +588,13 @@ fn print_report(report: &Value) {
         report["peak_rss_mib"].as_f64().unwrap_or(0.0),
         report["prefix_cache"]
     );
+    if let Some(gpu) = report["gpu_memory_mib"].as_f64() {
+        println!("GPU memory of this process (nvidia-smi, after the runs): {gpu:.0} MiB");
+    }
+    if let Some(peak) = report["transformers"]["peak_memory_mib"].as_f64() {
+        println!("(e) transformers peak allocated GPU memory: {peak:.0} MiB");
+    }
+    if report["model"]["synthetic"].as_bool() == Some(true) {
+        println!("\n{}", aegis_engine::SYNTHETIC_WARNING);
+    }
 }

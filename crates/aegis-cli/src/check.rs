@@ -100,7 +100,7 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
                 let response = ValidateResponse::new(&args.user_id, text, &verdict);
                 println!("{}", serde_json::to_string_pretty(&response)?);
             } else {
-                print_table(&verdict);
+                print_table(&verdict, guard.model().info());
             }
             Ok(exit_for(verdict.status))
         }
@@ -115,7 +115,7 @@ fn exit_for(status: Status) -> ExitStatus {
     }
 }
 
-fn print_table(verdict: &Verdict) {
+fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
     println!(
         "{:<20} {:>7} {:>6} {:>7} {:>9}  verdict",
         "validator", "score", "by", "prompt", "threshold"
@@ -143,11 +143,16 @@ fn print_table(verdict: &Verdict) {
         }
     }
     println!(
-        "model: {} (sha256 {}), {:.0} ms",
+        "model: {} (sha256 {}) on {}, {} weights, {:.0} ms",
         verdict.model.id,
         &verdict.model.content_hash[..12.min(verdict.model.content_hash.len())],
+        model.device,
+        model.weight_format,
         verdict.latency_ms
     );
+    if model.synthetic {
+        println!("warning: {}", aegis_engine::SYNTHETIC_WARNING);
+    }
 }
 
 fn check_rows(

@@ -38,20 +38,26 @@ impl GemmaEngine {
         })
     }
 
-    /// Sustained f32 matrix-multiply rate on the model's device, in GFLOP/s, measured over about
+    /// Sustained matrix-multiply rate in the model's dtype on its device, in GFLOP/s, over about
     /// `duration` on the model's own largest shape (a 512-row block through the FFN).
     pub fn matmul_gflops(&self, duration: Duration) -> Result<f64> {
         let cfg = self.model().config();
         let device = self.model().device();
         let rows = 512;
-        let a = Tensor::randn(0f32, 1.0, (rows, cfg.hidden_size), device)?;
-        let b = Tensor::randn(0f32, 1.0, (cfg.hidden_size, cfg.intermediate_size), device)?;
+        let dtype = self.model().dtype();
+        let a = Tensor::randn(0f32, 1.0, (rows, cfg.hidden_size), device)?.to_dtype(dtype)?;
+        let b = Tensor::randn(0f32, 1.0, (cfg.hidden_size, cfg.intermediate_size), device)?
+            .to_dtype(dtype)?;
         a.matmul(&b)?.to_dtype(DType::F32)?; // warm-up
         let started = Instant::now();
         let mut runs = 0u32;
         while started.elapsed() < duration || runs < 3 {
             // Reading one element back waits for the device to finish.
-            a.matmul(&b)?.get(0)?.get(0)?.to_scalar::<f32>()?;
+            a.matmul(&b)?
+                .get(0)?
+                .get(0)?
+                .to_dtype(DType::F32)?
+                .to_scalar::<f32>()?;
             runs += 1;
         }
         let flops = 2.0 * (rows * cfg.hidden_size * cfg.intermediate_size) as f64 * runs as f64;

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{EngineError, LanguageModel, Scores, Segment};
+use aegis_engine::{EngineError, LanguageModel, Prompt, Scores, Segment};
 use aegis_heads::{FeatureKind, Head};
 use serde::Serialize;
 
@@ -368,12 +368,8 @@ impl Guard {
             .join(" ")
     }
 
-    /// The rejection for `failed` validators in `language`, as this guard's mode writes it.
-    pub fn rejection_message(&self, failed: &[&Validator], language: Language) -> String {
-        let templated = Self::templated_rejection(failed, language);
-        let RejectionMode::Generated { max_tokens } = self.rejection else {
-            return templated;
-        };
+    /// The prompt the model writes a rejection from.
+    pub fn rejection_prompt(failed: &[&Validator], language: Language) -> Prompt {
         // The user's text is deliberately left out: the message only names the policies, so a
         // crafted message cannot steer what the guard says back.
         let policies = failed
@@ -385,9 +381,18 @@ impl Guard {
             Language::Indonesian => "Indonesian",
             Language::English => "English",
         };
-        let prompt = vec![Segment::Template(format!(
+        vec![Segment::Template(format!(
             "<start_of_turn>user\nWrite one short, polite sentence in {language_name} telling a user that you cannot help with their message because it goes against these policies: {policies}. Reply with the sentence only.<end_of_turn>\n<start_of_turn>model\n"
-        ))];
+        ))]
+    }
+
+    /// The rejection for `failed` validators in `language`, as this guard's mode writes it.
+    pub fn rejection_message(&self, failed: &[&Validator], language: Language) -> String {
+        let templated = Self::templated_rejection(failed, language);
+        let RejectionMode::Generated { max_tokens } = self.rejection else {
+            return templated;
+        };
+        let prompt = Self::rejection_prompt(failed, language);
         match self.model.generate(&prompt, max_tokens, &mut |_| {}) {
             Ok(text) if !text.trim().is_empty() => text.trim().to_string(),
             Ok(_) => templated,

@@ -145,7 +145,12 @@ pub fn document() -> Value {
                         "message": {"type": "string"},
                         "model": {"type": "object", "required": ["state"], "properties": {
                             "state": {"type": "string", "enum": ["loading", "ready", "failed"]},
-                            "id": {"type": "string"}, "device": {"type": "string"}, "error": {"type": "string"}
+                            "id": {"type": "string"},
+                            "device": {"type": "string", "description": "cpu or cuda:N"},
+                            "weights": {"type": "string", "enum": ["f32", "bf16", "quantized"]},
+                            "synthetic": {"type": "boolean", "description": "random weights for speed tests: verdicts mean nothing"},
+                            "warning": {"type": "string"},
+                            "error": {"type": "string"}
                         }}
                     }
                 },

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use aegis_engine::SYNTHETIC_WARNING;
 use aegis_guard::{ChatResponse, GuardError, ValidateResponse, Verdict};
 use aegis_store::{NewVerdict, Source, Store};
 use axum::extract::rejection::JsonRejection;
@@ -217,8 +218,14 @@ async fn chat(
 async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
     let model = match state.worker.status() {
         ModelStatus::Loading => json!({"state": "loading"}),
-        ModelStatus::Ready { model, device } => {
-            json!({"state": "ready", "id": model, "device": device})
+        ModelStatus::Ready(info) => {
+            let mut model = json!({"state": "ready", "id": info.id, "device": info.device,
+                                   "weights": info.weight_format});
+            if info.synthetic {
+                model["synthetic"] = json!(true);
+                model["warning"] = json!(SYNTHETIC_WARNING);
+            }
+            model
         }
         ModelStatus::Failed(error) => json!({"state": "failed", "error": error}),
     };
@@ -291,7 +298,7 @@ async fn moderations(
         }));
     }
     let model = match state.worker.status() {
-        ModelStatus::Ready { model, .. } => model,
+        ModelStatus::Ready(info) => info.id,
         _ => String::new(),
     };
     let id = state.moderation_ids.fetch_add(1, Ordering::Relaxed);

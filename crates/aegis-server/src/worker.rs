@@ -10,6 +10,7 @@
 
 use std::sync::{Arc, RwLock};
 
+use aegis_engine::ModelInfo;
 use aegis_guard::{Guard, GuardError, Verdict};
 use aegis_store::TemplateContent;
 use tokio::sync::{mpsc, oneshot};
@@ -17,7 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelStatus {
     Loading,
-    Ready { model: String, device: String },
+    /// Serving, on this model (its id, device, weight format, and whether it is synthetic).
+    Ready(ModelInfo),
     Failed(String),
 }
 
@@ -118,10 +120,7 @@ impl Worker {
                 };
                 let info = guard.model().info().clone();
                 this.replace_guard(guard);
-                this.set_status(ModelStatus::Ready {
-                    model: info.id,
-                    device: info.device,
-                });
+                this.set_status(ModelStatus::Ready(info));
                 let mut held_over = None;
                 while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
                     let mut batch = vec![first];
@@ -231,7 +230,7 @@ impl Worker {
         match self.status() {
             ModelStatus::Loading => return Err(WorkerError::Loading),
             ModelStatus::Failed(message) => return Err(WorkerError::Failed(message)),
-            ModelStatus::Ready { .. } => {}
+            ModelStatus::Ready(_) => {}
         }
         let (reply, answer) = oneshot::channel();
         self.jobs

@@ -5,7 +5,19 @@ export type ModelState = {
 /**
  * loading, ready or failed.
  */
-status: string, model: string, device: string, 
+status: string, model: string, 
+/**
+ * cpu or cuda:N.
+ */
+device: string, 
+/**
+ * f32, bf16 or quantized.
+ */
+weights: string, 
+/**
+ * Random weights for speed tests (`aegis model synth`): verdicts mean nothing.
+ */
+synthetic: boolean, 
 /**
  * Why it failed, or what it is doing while loading.
  */

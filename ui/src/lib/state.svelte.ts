@@ -6,6 +6,8 @@ export const model = $state<{ current: ModelState }>({
     status: "loading",
     model: "",
     device: "",
+    weights: "",
+    synthetic: false,
     message: "starting",
     download: null,
     load_ms: null,

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The GPU measurement (issue "Gemma on the GPU"): CPU/GPU agreement and the benchmark against the
+# original method in PyTorch `transformers`, on synthetic Gemma 3 models of the 4B and 270M shapes.
+# Runs on a GPU machine without a Rust toolchain: it needs a CUDA `aegis` binary built elsewhere
+# by scripts/build-cuda.sh, the Gemma 3 tokenizer, and a Python with torch and transformers.
+#
+#   scripts/bench-gpu.sh [agree] [bench]          # both steps when none is named
+#
+# Environment:
+#   AEGIS_BIN        the CUDA binary (default target/cuda/release/aegis)
+#   AEGIS_MODEL_DIR  folder with tokenizer.json (default ~/.cache/aegis/models/gemma-3-270m)
+#   SHAPES           synthetic shapes to measure (default "4b 270m")
+#   DEVICE           default cuda:0; `DEVICE=cpu SHAPES=tiny` smoke-tests this script anywhere
+#   PYTHON           Python with torch + transformers for column (e) (default python3; "none" skips)
+#   WORK             where synthetic models go (default /tmp/aegis-gpu; the 4B takes 7.3 GiB)
+#   RESULTS          where the tables and JSON go (default $WORK/results)
+#   RUNS, SECONDS_PER_LEVEL   passed to `aegis bench` as --runs and --seconds (default 20, 8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+aegis="${AEGIS_BIN:-target/cuda/release/aegis}"
+export AEGIS_MODEL_DIR="${AEGIS_MODEL_DIR:-$HOME/.cache/aegis/models/gemma-3-270m}"
+shapes="${SHAPES:-4b 270m}"
+device="${DEVICE:-cuda:0}"
+python="${PYTHON:-python3}"
+work="${WORK:-/tmp/aegis-gpu}"
+results="${RESULTS:-$work/results}"
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(agree bench)
+mkdir -p "$work" "$results"
+
+[[ -x "$aegis" ]] || { echo "bench-gpu: no binary at $aegis (build it with scripts/build-cuda.sh)" >&2; exit 1; }
+[[ -f "$AEGIS_MODEL_DIR/tokenizer.json" ]] || {
+    echo "bench-gpu: no tokenizer.json in $AEGIS_MODEL_DIR (scripts/setup-model.sh fetches it)" >&2
+    exit 1
+}
+
+# The binary loads cuBLAS and the CUDA runtime at run time: take them from a CUDA install or from
+# the nvidia-*-cu12 wheels PyTorch brings, whichever this machine has.
+lib_dirs=(/usr/local/cuda/lib64)
+if [[ "$python" != none ]]; then
+    while IFS= read -r dir; do lib_dirs+=("$dir"); done < <("$python" - <<'PY' 2>/dev/null || true
+import glob, os
+try:
+    import nvidia
+    for root in nvidia.__path__:
+        for lib in sorted(glob.glob(os.path.join(root, "*", "lib"))):
+            print(lib)
+except ImportError:
+    pass
+PY
+)
+fi
+for dir in "${lib_dirs[@]}"; do
+    [[ -d "$dir" ]] && LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+export LD_LIBRARY_PATH
+
+{
+    echo "# GPU measurement, $(date -u +%Y-%m-%dT%H:%MZ)"
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv
+    echo "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+    [[ "$python" != none ]] && "$python" -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
+    "$aegis" --version
+} | tee "$results/machine.txt"
+
+# Matrices in bf16 (what the bf16 format runs) and in q4_0 (what the quantized kernels run, and
+# the format of Google's QAT 4B GGUF).
+synth() {
+    local shape="$1" dtype="$2" out="$work/synthetic-$1-$2.gguf"
+    [[ -f "$out" ]] || "$aegis" model synth --shape "$shape" --dtype "$dtype" --seed 1 --out "$out" >&2
+    echo "$out"
+}
+
+for step in "${steps[@]}"; do
+    case "$step" in
+    agree)
+        status=0
+        for shape in tiny $shapes; do
+            for weights in f32 bf16; do
+                model="$(synth "$shape" bf16)"
+                echo "## agree: $shape, $weights on $device" | tee -a "$results/agree.md"
+                "$aegis" model agree --model "$model" --device "$device" --weights "$weights" \
+                    | tee -a "$results/agree.md" || status=1
+            done
+            model="$(synth "$shape" q4_0)"
+            echo "## agree: $shape, quantized (q4_0) on $device" | tee -a "$results/agree.md"
+            "$aegis" model agree --model "$model" --device "$device" --weights quantized \
+                | tee -a "$results/agree.md" || status=1
+        done
+        [[ "$status" == 0 ]] || { echo "bench-gpu: devices DISAGREE (see $results/agree.md)" >&2; exit 1; }
+        ;;
+    bench)
+        for shape in $shapes; do
+            baseline=()
+            [[ "$python" != none ]] && baseline=(--transformers-python "$python")
+            AEGIS_BENCH_TRANSFORMERS_SCRIPT="$PWD/scripts/bench_transformers.py" \
+                "$aegis" bench --model "$(synth "$shape" bf16)" --device "$device" --weights bf16 \
+                --runs "${RUNS:-20}" --seconds "${SECONDS_PER_LEVEL:-8}" "${baseline[@]}" \
+                --json "$results/bench-$shape-bf16.json" | tee "$results/bench-$shape-bf16.md"
+            # The quantized kernels, fast path only, for the format choice.
+            "$aegis" bench --model "$(synth "$shape" q4_0)" --device "$device" --weights quantized \
+                --runs "${RUNS:-20}" --fast-only \
+                --json "$results/bench-$shape-q4_0.json" | tee "$results/bench-$shape-q4_0.md"
+        done
+        ;;
+    *)
+        echo "bench-gpu: unknown step $step (agree or bench)" >&2
+        exit 2
+        ;;
+    esac
+done
+echo "bench-gpu: results in $results" >&2
