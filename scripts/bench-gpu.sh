@@ -2,7 +2,9 @@
 # The GPU measurement (issue "Gemma on the GPU"): CPU/GPU agreement and the benchmark against the
 # original method in PyTorch `transformers`, on synthetic Gemma 3 models of the 4B and 270M shapes.
 # Runs on a GPU machine without a Rust toolchain: it needs a CUDA `aegis` binary built elsewhere
-# by scripts/build-cuda.sh, the Gemma 3 tokenizer, and a Python with torch and transformers.
+# by scripts/build-cuda.sh, the Gemma 3 tokenizer, and a Python with torch and transformers. A
+# bundle from scripts/pack-gpu.sh (target/gpu-bundle) provides the first two and the engine's CUDA
+# tests, which the agree step then runs too.
 #
 #   scripts/bench-gpu.sh [agree] [bench]          # both steps when none is named
 #
@@ -18,12 +20,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-aegis="${AEGIS_BIN:-target/cuda/release/aegis}"
-export AEGIS_MODEL_DIR="${AEGIS_MODEL_DIR:-$HOME/.cache/aegis/models/gemma-3-270m}"
 shapes="${SHAPES:-4b 270m}"
 device="${DEVICE:-cuda:0}"
 python="${PYTHON:-python3}"
 work="${WORK:-/tmp/aegis-gpu}"
+bundle=target/gpu-bundle
+engine_tests=""
+if [[ -z "${AEGIS_BIN:-}" && -f "$bundle/aegis.xz" ]]; then
+    mkdir -p "$work/bin" "$work/model"
+    xz -dc "$bundle/aegis.xz" >"$work/bin/aegis" && chmod +x "$work/bin/aegis"
+    xz -dc "$bundle/engine-tests.xz" >"$work/bin/engine-tests" && chmod +x "$work/bin/engine-tests"
+    [[ -f "$work/model/tokenizer.json" ]] || xz -dc "$bundle/tokenizer.json.xz" >"$work/model/tokenizer.json"
+    export AEGIS_BIN="$work/bin/aegis" AEGIS_MODEL_DIR="${AEGIS_MODEL_DIR:-$work/model}"
+    engine_tests="$work/bin/engine-tests"
+    LD_LIBRARY_PATH="$PWD/$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+aegis="${AEGIS_BIN:-target/cuda/release/aegis}"
+export AEGIS_MODEL_DIR="${AEGIS_MODEL_DIR:-$HOME/.cache/aegis/models/gemma-3-270m}"
 results="${RESULTS:-$work/results}"
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(agree bench)
@@ -76,6 +89,13 @@ for step in "${steps[@]}"; do
     case "$step" in
     agree)
         status=0
+        if [[ -n "$engine_tests" ]]; then
+            # The engine's own CUDA tests; those on the real 270M only when its weights are here.
+            filters=(devices::cuda::gpu_f32 devices::cuda::gpu_bf16)
+            [[ -f "$AEGIS_MODEL_DIR/gemma-3-270m-q4_k_m.gguf" ]] && filters=(devices::)
+            "$engine_tests" --test-threads 1 --nocapture "${filters[@]}" 2>&1 \
+                | tee "$results/engine-tests.txt" || status=1
+        fi
         for shape in tiny $shapes; do
             for weights in f32 bf16; do
                 model="$(synth "$shape" bf16)"

@@ -42,7 +42,7 @@ def build_model(shape, device):
         rope_theta=shape["rope_global_base"],
         rope_local_base_freq=shape["rope_local_base"],
         rope_scaling=rope_scaling,
-        query_pre_attn_scalar=shape["query_pre_attn_scalar"],
+        query_pre_attn_scalar=int(shape["query_pre_attn_scalar"]),
         max_position_embeddings=shape["context_length"],
     )
     torch.manual_seed(0)

@@ -76,6 +76,9 @@ unpack_debian_toolkit() {
     cp -a "$src/libdevice" "$toolkit.partial/nvvm/libdevice"
     cp -a "$work/root/usr/include" "$toolkit.partial/include"
     cp -a "$libs"/libcudart.so* "$libs"/libcudart_static.a "$libs"/libnvvm.so* "$toolkit.partial/lib64/"
+    # Link-time stand-ins for the driver, cuBLAS, cuRAND and NVRTC, which candle links dynamically;
+    # the real ones come from the machine that runs the binary.
+    cp -a "$libs/stubs" "$toolkit.partial/lib64/stubs"
     cat >"$toolkit.partial/bin/nvcc.profile" <<'PROFILE'
 TOP                = $(_HERE_)/..
 NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
@@ -99,7 +102,7 @@ if ! nvcc="$(find_nvcc)"; then
 fi
 cuda_home="$(cd "$(dirname "$nvcc")/.." && pwd)"
 export PATH="$cuda_home/bin:$PATH" CUDA_HOME="$cuda_home" CUDA_PATH="$cuda_home"
-export LIBRARY_PATH="$cuda_home/lib64${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LIBRARY_PATH="$cuda_home/lib64:$cuda_home/lib64/stubs${LIBRARY_PATH:+:$LIBRARY_PATH}"
 echo "build-cuda: $("$nvcc" --version | grep release) ($cuda_home)" >&2
 
 export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}"

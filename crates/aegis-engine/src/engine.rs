@@ -131,8 +131,12 @@ impl DeviceChoice {
             if !candle_core::utils::cuda_is_available() {
                 return Err(EngineError::CudaNotBuilt);
             }
-            let device = Device::new_cuda(ordinal)
-                .map_err(|e| EngineError::DeviceUnavailable(format!("cuda:{ordinal}: {e}")))?;
+            let device = Device::new_cuda(ordinal).map_err(|e| {
+                // candle appends a backtrace to driver errors; the first line is the cause.
+                let cause = e.to_string();
+                let cause = cause.lines().next().unwrap_or_default().to_string();
+                EngineError::DeviceUnavailable(format!("cuda:{ordinal}: {cause}"))
+            })?;
             Ok((device, format!("cuda:{ordinal}")))
         };
         match self {
@@ -620,6 +624,31 @@ mod tests {
             Some(DeviceChoice::Cuda(1))
         );
         assert!("tpu".parse::<DeviceChoice>().is_err());
+    }
+
+    #[test]
+    fn weight_formats_parse_and_follow_the_device() {
+        assert_eq!("bf16".parse(), Ok(WeightFormat::Bf16));
+        // "dense" was the f32 format's name before bf16 existed; old settings keep working.
+        assert_eq!("dense".parse(), Ok(WeightFormat::F32));
+        assert_eq!("q".parse(), Ok(WeightFormat::Quantized));
+        assert!("int8".parse::<WeightFormat>().is_err());
+        assert_eq!(WeightFormat::best_for(&Device::Cpu), WeightFormat::F32);
+        assert_eq!(WeightFormat::Bf16.activation_dtype(), DType::BF16);
+        for format in [
+            WeightFormat::F32,
+            WeightFormat::Bf16,
+            WeightFormat::Quantized,
+        ] {
+            assert_eq!(format.name().parse(), Ok(format));
+        }
+    }
+
+    #[test]
+    fn the_cpu_opens_under_its_own_name() {
+        let (device, name) = DeviceChoice::Cpu.open().expect("cpu");
+        assert!(device.is_cpu());
+        assert_eq!(name, "cpu");
     }
 
     #[test]
