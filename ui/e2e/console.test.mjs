@@ -90,6 +90,14 @@ after(async () => {
   await d.quit().catch(() => {});
 });
 
+test("the status bar names the device and weight format in use", async () => {
+  const status = await d.find('[data-testid="model-status"]');
+  const text = await d.text(status);
+  assert.match(text, /on cpu/, text);
+  assert.match(text, /\(f32\)/, text);
+  assert.equal((await d.findAll('[data-testid="synthetic-warning"]')).length, 0);
+});
+
 test("a toxic Indonesian message fails with a rejection message", async () => {
   const results = await check("Dasar goblok, otak udang kamu! Tolol banget.");
   const verdict = await d.find('[data-testid="verdict"]');
