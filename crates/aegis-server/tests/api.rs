@@ -31,6 +31,8 @@ async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
     assert_eq!(health["message"], "Guardian Validation API is running");
     assert_eq!(health["model"]["state"], "ready");
     assert_eq!(health["model"]["device"], "cpu");
+    assert_eq!(health["model"]["weights"], "f32");
+    assert!(health["model"].get("synthetic").is_none(), "{health}");
 
     // The original README's example: {"user_id": "user-123", "question": "HAIIII BODOH"}.
     let response = client
