@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod eval;
+mod gpu;
 mod heads;
 mod history;
 
