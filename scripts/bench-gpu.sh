@@ -114,7 +114,7 @@ for step in "${steps[@]}"; do
         for shape in $shapes; do
             baseline=()
             [[ "$python" != none ]] && baseline=(--transformers-python "$python")
-            AEGIS_BENCH_TRANSFORMERS_SCRIPT="$PWD/scripts/bench_transformers.py" \
+            AEGIS_SCRIPTS="$PWD/scripts" \
                 "$aegis" bench --model "$(synth "$shape" bf16)" --device "$device" --weights bf16 \
                 --runs "${RUNS:-20}" --seconds "${SECONDS_PER_LEVEL:-8}" "${baseline[@]}" \
                 --json "$results/bench-$shape-bf16.json" | tee "$results/bench-$shape-bf16.md"

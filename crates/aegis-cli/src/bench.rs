@@ -167,6 +167,7 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
     };
 
     let transformers = match &args.transformers_python {
+        Some(_) if args.fast_only => None,
         Some(python) => Some(transformers_baseline(
             python,
             engine.as_ref(),
@@ -353,6 +354,21 @@ fn llama_cpp(
     let WeightFiles::Gguf(gguf) = weights else {
         bail!("llama.cpp needs a GGUF model file");
     };
+    let request = json!({
+        "model": gguf,
+        "threads": std::thread::available_parallelism().map_or(2, |n| n.get()),
+        "runs": runs,
+        "cases": prompt_ids(engine, validators, messages)?,
+    });
+    run_python(python, "bench_llama_cpp.py", &request, "llama.cpp")
+}
+
+/// Each message length's validator prompts as token ids, for the baselines to run the very same.
+fn prompt_ids(
+    engine: &GemmaEngine,
+    validators: &[Validator],
+    messages: &[(&str, String)],
+) -> Result<serde_json::Map<String, Value>> {
     let mut cases = serde_json::Map::new();
     for (name, text) in messages {
         let ids = validators
@@ -361,30 +377,31 @@ fn llama_cpp(
             .collect::<aegis_engine::Result<Vec<_>>>()?;
         cases.insert(name.to_string(), json!(ids));
     }
-    let request = std::env::temp_dir().join(format!("aegis-bench-{}.json", std::process::id()));
-    std::fs::write(
-        &request,
-        serde_json::to_vec(&json!({
-            "model": gguf,
-            "threads": std::thread::available_parallelism().map_or(2, |n| n.get()),
-            "runs": runs,
-            "cases": cases,
-        }))?,
-    )?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/bench_llama_cpp.py");
+    Ok(cases)
+}
+
+/// Runs `scripts/<script> REQUEST.json` with `python` and reads its JSON answer. The scripts folder
+/// is the source tree's, or `AEGIS_SCRIPTS` where the binary runs without one (a GPU machine).
+fn run_python(python: &Path, script: &str, request: &Value, what: &str) -> Result<Value> {
+    let scripts = std::env::var_os("AEGIS_SCRIPTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts"));
+    let path = std::env::temp_dir().join(format!("aegis-bench-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(request)?)?;
     let output = Command::new(python)
-        .arg(&script)
-        .arg(&request)
+        .arg(scripts.join(script))
+        .arg(&path)
         .output()
-        .with_context(|| format!("running {}", python.display()))?;
-    let _ = std::fs::remove_file(&request);
+        .with_context(|| format!("running {}", python.display()));
+    let _ = std::fs::remove_file(&path);
+    let output = output?;
     if !output.status.success() {
         bail!(
-            "llama.cpp benchmark failed: {}",
+            "{what} benchmark failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    serde_json::from_slice(&output.stdout).context("reading llama.cpp results")
+    serde_json::from_slice(&output.stdout).with_context(|| format!("reading {what} results"))
 }
 
 /// Column (e): the original method in PyTorch `transformers` on an HF Gemma 3 of this model's
@@ -396,62 +413,31 @@ fn transformers_baseline(
     messages: &[(&str, String)],
     runs: usize,
 ) -> Result<Value> {
-    let tokenizer = engine.tokenizer();
-    let mut cases = serde_json::Map::new();
-    for (name, text) in messages {
-        let ids = validators
-            .iter()
-            .map(|v| tokenizer.encode_prompt(&v.prompt(text)))
-            .collect::<aegis_engine::Result<Vec<_>>>()?;
-        cases.insert(name.to_string(), json!(ids));
-    }
     // The rejection prompt the guard writes when every validator fails (the longest one).
     let every: Vec<&Validator> = validators.iter().collect();
-    let rejection = tokenizer.encode_prompt(&Guard::rejection_prompt(&every, Language::English))?;
+    let rejection = engine
+        .tokenizer()
+        .encode_prompt(&Guard::rejection_prompt(&every, Language::English))?;
     let cfg = engine.model().config();
-    let device = match engine.info().device.as_str() {
-        "cpu" => "cpu".to_string(),
-        cuda => cuda.to_string(),
-    };
-    let request = std::env::temp_dir().join(format!("aegis-bench-tf-{}.json", std::process::id()));
-    std::fs::write(
-        &request,
-        serde_json::to_vec(&json!({
-            "shape": {
-                "vocab_size": cfg.vocab_size, "hidden_size": cfg.hidden_size,
-                "intermediate_size": cfg.intermediate_size, "num_layers": cfg.num_layers,
-                "num_heads": cfg.num_heads, "num_kv_heads": cfg.num_kv_heads,
-                "head_dim": cfg.head_dim, "sliding_window": cfg.sliding_window,
-                "rope_global_base": cfg.rope_global_base, "rope_local_base": cfg.rope_local_base,
-                "rope_global_scale": cfg.rope_global_scale,
-                "query_pre_attn_scalar": cfg.query_pre_attn_scalar,
-                "context_length": cfg.context_length,
-            },
-            "device": device,
-            "runs": runs,
-            "answer_tokens": ORIGINAL_ANSWER_TOKENS,
-            "rejection_tokens": ORIGINAL_REJECTION_TOKENS,
-            "cases": cases,
-            "rejection": rejection,
-        }))?,
-    )?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/bench_transformers.py");
-    let script = std::env::var_os("AEGIS_BENCH_TRANSFORMERS_SCRIPT")
-        .map(PathBuf::from)
-        .unwrap_or(script);
-    let output = Command::new(python)
-        .arg(&script)
-        .arg(&request)
-        .output()
-        .with_context(|| format!("running {}", python.display()))?;
-    let _ = std::fs::remove_file(&request);
-    if !output.status.success() {
-        bail!(
-            "transformers benchmark failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    serde_json::from_slice(&output.stdout).context("reading transformers results")
+    let request = json!({
+        "shape": {
+            "vocab_size": cfg.vocab_size, "hidden_size": cfg.hidden_size,
+            "intermediate_size": cfg.intermediate_size, "num_layers": cfg.num_layers,
+            "num_heads": cfg.num_heads, "num_kv_heads": cfg.num_kv_heads,
+            "head_dim": cfg.head_dim, "sliding_window": cfg.sliding_window,
+            "rope_global_base": cfg.rope_global_base, "rope_local_base": cfg.rope_local_base,
+            "rope_global_scale": cfg.rope_global_scale,
+            "query_pre_attn_scalar": cfg.query_pre_attn_scalar,
+            "context_length": cfg.context_length,
+        },
+        "device": engine.info().device,
+        "runs": runs,
+        "answer_tokens": ORIGINAL_ANSWER_TOKENS,
+        "rejection_tokens": ORIGINAL_REJECTION_TOKENS,
+        "cases": prompt_ids(engine, validators, messages)?,
+        "rejection": rejection,
+    });
+    run_python(python, "bench_transformers.py", &request, "transformers")
 }
 
 /// This process's GPU memory as `nvidia-smi` reports it (the CUDA context and candle's pool
