@@ -153,30 +153,28 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         }));
     }
 
-    let llama = match &args.llama_python {
-        Some(_) if args.fast_only => None,
-        Some(python) => Some(llama_cpp(
-            python,
-            &files.weights,
-            engine.as_ref(),
-            &validators,
-            &messages,
-            slow_runs.max(3),
-        )?),
-        None => None,
-    };
-
-    let transformers = match &args.transformers_python {
-        Some(_) if args.fast_only => None,
-        Some(python) => Some(transformers_baseline(
-            python,
-            engine.as_ref(),
-            &validators,
-            &messages,
-            slow_runs.max(3),
-        )?),
-        None => None,
-    };
+    // The baselines are slow; --fast-only compares load options on (c) alone.
+    let baseline_runs = slow_runs.max(3);
+    let baseline_python = |python: &Option<PathBuf>| python.clone().filter(|_| !args.fast_only);
+    let llama = baseline_python(&args.llama_python)
+        .map(|python| {
+            let (engine, files) = (engine.as_ref(), &files.weights);
+            llama_cpp(
+                &python,
+                files,
+                engine,
+                &validators,
+                &messages,
+                baseline_runs,
+            )
+        })
+        .transpose()?;
+    let transformers = baseline_python(&args.transformers_python)
+        .map(|python| {
+            let engine = engine.as_ref();
+            transformers_baseline(&python, engine, &validators, &messages, baseline_runs)
+        })
+        .transpose()?;
 
     let (concurrency, validator_counts) = if args.fast_only {
         (Value::Null, Value::Null)
