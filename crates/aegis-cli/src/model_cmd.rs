@@ -4,9 +4,8 @@
 use std::path::PathBuf;
 
 use aegis_engine::{
-    agreement_prompts, compare_logits, reference_format, synthetic_storage, write_synthetic_gguf,
-    DeviceChoice, GemmaEngine, GemmaShape, LanguageModel, LoadOptions, SyntheticSpec, WeightFormat,
-    SYNTHETIC_WARNING,
+    check_devices, synthetic_storage, write_synthetic_gguf, GemmaShape, LanguageModel,
+    SyntheticSpec, SYNTHETIC_WARNING,
 };
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -102,60 +101,60 @@ fn synth(shape: &str, seed: u64, dtype: &str, out: PathBuf) -> Result<ExitStatus
 
 fn agree(model: &ModelArgs, json: bool) -> Result<ExitStatus> {
     let resolved = model.resolve()?;
-    let options = model.load_options()?;
-    let candidate = GemmaEngine::load(&resolved, &options)
-        .with_context(|| format!("loading {} on {}", resolved.id, model.device))?;
-    let format = candidate
-        .info()
-        .weight_format
-        .parse::<WeightFormat>()
-        .map_err(anyhow::Error::msg)?;
-    let reference = GemmaEngine::load(
-        &resolved,
-        &LoadOptions {
-            device: DeviceChoice::Cpu,
-            weight_format: Some(reference_format(format)),
-            ..options.clone()
-        },
-    )
-    .context("loading the CPU reference")?;
-    let prompts = agreement_prompts(&candidate)?;
-    let results = compare_logits(&reference, &candidate, format, &prompts)?;
-    let passed = results.iter().all(|r| r.passes());
-    let (cpu, gpu) = (reference.info(), candidate.info());
+    let report = check_devices(&resolved, &model.load_options()?)
+        .with_context(|| format!("checking {} on {}", resolved.id, model.device))?;
+    let passed = report.passed();
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "model": gpu.id, "synthetic": gpu.synthetic,
-                "reference": {"device": cpu.device, "weights": cpu.weight_format},
-                "candidate": {"device": gpu.device, "weights": gpu.weight_format},
-                "passed": passed, "prompts": results,
+                "model": report.model, "synthetic": report.synthetic,
+                "reference": {"device": report.reference.0, "weights": report.reference.1},
+                "candidate": {"device": report.candidate.0, "weights": report.candidate.1},
+                "passed": passed, "prompts": report.prompts,
             }))?
         );
     } else {
         println!(
             "{}: {} {} against {} {}",
-            gpu.id, gpu.device, gpu.weight_format, cpu.device, cpu.weight_format
+            report.model,
+            report.candidate.0,
+            report.candidate.1,
+            report.reference.0,
+            report.reference.1
         );
         println!(
-            "{:<8} {:>6} {:>12} {:>12} {:>10} {:>10} {:>5}  result",
-            "prompt", "tokens", "max |diff|", "max |logit|", "relative", "tolerance", "top1"
+            "{:<8} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>5}  result",
+            "prompt",
+            "tokens",
+            "max |diff|",
+            "max |logit|",
+            "relative",
+            "cpu same",
+            "tolerance",
+            "top1"
         );
-        for r in &results {
+        for r in &report.prompts {
+            let own = r
+                .cpu_same_format_relative
+                .map_or("—".to_string(), |x| format!("{x:.2e}"));
             println!(
-                "{:<8} {:>6} {:>12.5} {:>12.3} {:>10.2e} {:>10.0e} {:>5}  {}",
+                "{:<8} {:>6} {:>12.5} {:>12.3} {:>10.2e} {:>10} {:>10.1e} {:>5}  {}",
                 r.label,
                 r.tokens,
                 r.max_abs_diff,
                 r.max_abs_reference,
                 r.relative,
+                own,
                 r.tolerance,
                 if r.same_top_token { "same" } else { "diff" },
                 if r.passes() { "pass" } else { "FAIL" }
             );
         }
         println!("{}", if passed { "agree" } else { "DISAGREE" });
+        if report.synthetic {
+            eprintln!("note: {SYNTHETIC_WARNING} (agreement still holds for its arithmetic)");
+        }
     }
     Ok(if passed {
         ExitStatus::Passed

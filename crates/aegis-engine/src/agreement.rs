@@ -1,9 +1,10 @@
 //! Do two loaded copies of one model (say CPU f32 and GPU bf16) compute the same thing? Compares
 //! last-position logits over the whole vocabulary against a tolerance stated per weight format.
 
-use crate::engine::{GemmaEngine, LanguageModel};
+use crate::engine::{DeviceChoice, GemmaEngine, LanguageModel, LoadOptions};
 use crate::error::Result;
 use crate::model::WeightFormat;
+use crate::source::ResolvedModel;
 use crate::tokenizer::Segment;
 
 /// How far a candidate's logits may stray from the reference's, as a fraction of the largest
@@ -12,22 +13,30 @@ use crate::tokenizer::Segment;
 /// - f32: both sides round at f32 and differ only in summation order (cuBLAS vs gemm blocking),
 ///   ~1e-6 per operation over a few hundred operations in depth: 1e-3 is generous and still
 ///   catches a wrong mask, RoPE table or cache offset, which move logits by tens of percent.
-/// - bf16: 8 mantissa bits (relative step 2^-8 = 0.4%) on weights and every activation. Measured
-///   CPU bf16 against CPU f32 on the real 270M (`aegis model agree --device cpu --weights bf16`):
-///   1.5%, 2.6% and 4.3% on 12, 256 and 768 tokens; 8% leaves room for a GPU's rounding order.
+/// - bf16: 8 mantissa bits (relative step 2^-8 = 0.4%) on weights and every activation, and the
+///   error grows with depth and prompt length. Measured CPU bf16 against CPU f32 (`aegis model
+///   agree --device cpu --weights bf16`): real 270M 1.5%, 2.6%, 4.3% on 12, 256, 768 tokens;
+///   synthetic 1B 2.2%, 3.8%, 5.5%. So a GPU's bf16 is held to twice the CPU's own bf16 error on
+///   the same prompt (`calibrated`), never over this ceiling of 15%.
 /// - quantized: the reference is the same blocks on the CPU; the sides quantize activations
 ///   differently (q8_1 on CUDA, q8_0/q8_K on the CPU), so between the two above.
-pub fn tolerance(format: WeightFormat) -> f32 {
+fn tolerance(format: WeightFormat) -> f32 {
     match format {
         WeightFormat::F32 => 1e-3,
-        WeightFormat::Bf16 => 8e-2,
+        WeightFormat::Bf16 => 0.15,
         WeightFormat::Quantized => 3e-2,
     }
 }
 
+/// A bf16 candidate's tolerance given the CPU's own bf16 error on the same prompt: twice it (two
+/// devices rounding in different orders), at least 1%, at most the format's ceiling.
+fn calibrated(cpu_bf16_relative: f32) -> f32 {
+    (2.0 * cpu_bf16_relative).clamp(1e-2, tolerance(WeightFormat::Bf16))
+}
+
 /// The format the reference side runs in for a candidate format: the exact f32 computation,
 /// except for quantized blocks, which only a quantized reference holds bit for bit.
-pub fn reference_format(candidate: WeightFormat) -> WeightFormat {
+fn reference_format(candidate: WeightFormat) -> WeightFormat {
     match candidate {
         WeightFormat::Quantized => WeightFormat::Quantized,
         WeightFormat::F32 | WeightFormat::Bf16 => WeightFormat::F32,
@@ -43,6 +52,9 @@ pub struct LogitAgreement {
     pub max_abs_reference: f32,
     /// `max_abs_diff / max_abs_reference`: what the tolerance bounds.
     pub relative: f32,
+    /// The CPU's own error in the candidate's format (bf16 on another device), which set the
+    /// tolerance.
+    pub cpu_same_format_relative: Option<f32>,
     /// Both sides pick the same most likely next token.
     pub same_top_token: bool,
     pub tolerance: f32,
@@ -54,27 +66,70 @@ impl LogitAgreement {
     }
 }
 
-/// Compares last-position logits of `candidate` (loaded in `format`) with `reference` on each of
-/// `prompts` (label, token ids).
-pub fn compare_logits(
-    reference: &GemmaEngine,
-    candidate: &GemmaEngine,
-    format: WeightFormat,
-    prompts: &[(String, Vec<u32>)],
-) -> Result<Vec<LogitAgreement>> {
-    prompts
+/// The whole check: which engines ran, and each prompt's result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AgreementReport {
+    pub model: String,
+    pub synthetic: bool,
+    pub reference: (String, String),
+    pub candidate: (String, String),
+    pub prompts: Vec<LogitAgreement>,
+}
+
+impl AgreementReport {
+    pub fn passed(&self) -> bool {
+        self.prompts.iter().all(LogitAgreement::passes)
+    }
+}
+
+/// Loads `resolved` as `options` ask (the candidate), on the CPU in the reference format, and for
+/// bf16 on another device on the CPU in bf16 too (the calibration); then compares last-position
+/// logits on short, medium and past-the-window prompts.
+pub fn check_devices(resolved: &ResolvedModel, options: &LoadOptions) -> Result<AgreementReport> {
+    let candidate = GemmaEngine::load(resolved, options)?;
+    let format = candidate.weight_format();
+    let on_cpu = |format: WeightFormat| {
+        GemmaEngine::load(
+            resolved,
+            &LoadOptions {
+                device: DeviceChoice::Cpu,
+                weight_format: Some(format),
+                ..options.clone()
+            },
+        )
+    };
+    let reference = on_cpu(reference_format(format))?;
+    let calibration = match format {
+        WeightFormat::Bf16 if candidate.info().device != "cpu" => Some(on_cpu(format)?),
+        _ => None,
+    };
+    let prompts = agreement_prompts(&candidate)?
         .iter()
         .map(|(label, ids)| {
             let want = reference.last_logits(ids)?;
             let got = candidate.last_logits(ids)?;
-            Ok(measure(label, ids.len(), &want, &got, tolerance(format)))
+            let mut result = measure(label, ids.len(), &want, &got, tolerance(format));
+            if let Some(cpu) = &calibration {
+                let own = measure(label, ids.len(), &want, &cpu.last_logits(ids)?, 0.0).relative;
+                result.cpu_same_format_relative = Some(own);
+                result.tolerance = calibrated(own);
+            }
+            Ok(result)
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let (info, cpu) = (candidate.info(), reference.info());
+    Ok(AgreementReport {
+        model: info.id.clone(),
+        synthetic: info.synthetic,
+        reference: (cpu.device.clone(), cpu.weight_format.clone()),
+        candidate: (info.device.clone(), info.weight_format.clone()),
+        prompts,
+    })
 }
 
 /// Short, medium and long prompts as token ids; the long one runs past the sliding window, so local
 /// and global attention both get checked. All are capped by the engine's context limit.
-pub fn agreement_prompts(engine: &GemmaEngine) -> Result<Vec<(String, Vec<u32>)>> {
+fn agreement_prompts(engine: &GemmaEngine) -> Result<Vec<(String, Vec<u32>)>> {
     let text = "Moderators review messages that the guard flags. A message may be spam, toxic, \
                 harassment, or unsolicited financial advice; most are none of these. ";
     let window = engine.model().config().sliding_window;
@@ -123,6 +178,7 @@ fn measure(
         max_abs_diff,
         max_abs_reference,
         relative: max_abs_diff / max_abs_reference.max(f32::MIN_POSITIVE),
+        cpu_same_format_relative: None,
         same_top_token: argmax(want) == argmax(got),
         tolerance,
     }
@@ -171,6 +227,13 @@ mod tests {
             .relative
                 > 0.09
         );
+    }
+
+    #[test]
+    fn a_gpus_bf16_is_held_to_twice_the_cpus_own_error_within_bounds() {
+        assert_eq!(calibrated(0.03), 0.06);
+        assert_eq!(calibrated(0.0), 0.01);
+        assert_eq!(calibrated(0.5), tolerance(WeightFormat::Bf16));
     }
 
     #[test]

@@ -179,6 +179,7 @@ impl Default for LoadOptions {
 
 pub struct GemmaEngine {
     model: Gemma3,
+    weight_format: WeightFormat,
     tokenizer: GemmaTokenizer,
     info: ModelInfo,
     yes_id: u32,
@@ -237,6 +238,7 @@ impl GemmaEngine {
         tracing::info!(model = %info.id, device = %info.device, elapsed_ms = started.elapsed().as_millis() as u64, "model loaded");
         Ok(Self {
             model,
+            weight_format,
             tokenizer,
             info,
             yes_id,
@@ -251,6 +253,11 @@ impl GemmaEngine {
 
     pub fn model(&self) -> &Gemma3 {
         &self.model
+    }
+
+    /// The format the weights were loaded in (the option's, or the device's best).
+    pub fn weight_format(&self) -> WeightFormat {
+        self.weight_format
     }
 
     pub(crate) fn encode_checked(&self, prompt: &[Segment]) -> Result<EncodedPrompt> {

@@ -14,9 +14,7 @@ mod source;
 mod synthetic;
 mod tokenizer;
 
-pub use agreement::{
-    agreement_prompts, compare_logits, reference_format, tolerance, LogitAgreement,
-};
+pub use agreement::{check_devices, AgreementReport, LogitAgreement};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use engine::{
