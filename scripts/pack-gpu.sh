@@ -16,7 +16,7 @@ if command -v nvcc >/dev/null; then cuda_home="$(cd "$(dirname "$(command -v nvc
 export PATH="$cuda_home/bin:$PATH" CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}"
 export LIBRARY_PATH="$cuda_home/lib64:$cuda_home/lib64/stubs${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export CARGO_TARGET_DIR="${CUDA_TARGET_DIR:-target/cuda}"
-tests="$(cargo test --release --locked -p aegis-engine --features cuda --no-run --message-format=json 2>/dev/null \
+tests="$(cargo test --release --locked -p aegis-engine --features cuda --no-run --message-format=json-render-diagnostics \
     | sed -n 's/.*"executable":"\([^"]*\/tests-[^"]*\)".*/\1/p' | tail -n 1)"
 [[ -x "$tests" ]] || { echo "pack-gpu: the engine's CUDA test binary did not build" >&2; exit 1; }
 

@@ -157,6 +157,7 @@ mod cuda {
             Some(tiny_model()),
             DeviceChoice::Cuda(0),
             WeightFormat::Bf16,
+            None,
         );
     }
 
