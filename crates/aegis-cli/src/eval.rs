@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aegis_eval::{
-    compare, render_html, run_info, score_rows, Comparison, Dataset, EvalReport, Metrics, Sample,
-    ScoredRow,
+    compare, metric_text, render_html, run_info, score_rows, Comparison, Dataset, EvalReport,
+    Metrics, Sample, ScoredRow,
 };
 use aegis_store::Store;
 use anyhow::{bail, Context, Result};
@@ -235,8 +235,8 @@ async fn stored_command(store: &Store, command: EvalCommand) -> Result<ExitStatu
                         format!(
                             "{} F1 {} AUC {}",
                             m.key,
-                            number(m.overall.f1),
-                            number(m.overall.roc_auc)
+                            metric_text(m.overall.f1),
+                            metric_text(m.overall.roc_auc)
                         )
                     })
                     .collect();
@@ -341,10 +341,6 @@ fn output(
     Ok(ExitStatus::Passed)
 }
 
-fn number(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
-}
-
 fn print_report(report: &EvalReport) {
     let d = &report.info.dataset;
     println!(
@@ -389,11 +385,11 @@ fn print_report(report: &EvalReport) {
                 c.false_positives,
                 c.true_negatives,
                 c.false_negatives,
-                number(m.precision),
-                number(m.recall),
-                number(m.f1),
-                number(m.roc_auc),
-                number(m.pr_auc),
+                metric_text(m.precision),
+                metric_text(m.recall),
+                metric_text(m.f1),
+                metric_text(m.roc_auc),
+                metric_text(m.pr_auc),
                 m.best_f1
                     .map(|b| format!("{:.3} ({:.3})", b.threshold, b.f1))
                     .unwrap_or_else(|| "–".into()),

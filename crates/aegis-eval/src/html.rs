@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::compare::Comparison;
-use crate::metrics::{Histogram, Metrics};
+use crate::metrics::{metric_text, Histogram, Metrics};
 use crate::report::{EvalReport, Mistake, ValidatorReport};
 
 const STYLE: &str = r#"
@@ -54,15 +54,15 @@ pub fn render(report: &EvalReport, comparison: Option<&Comparison>) -> String {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&v.key),
             escape(&v.scored_by),
-            number(Some(m.threshold)),
+            metric_text(Some(m.threshold)),
             m.labelled,
-            number(m.precision),
-            number(m.recall),
-            number(m.f1),
-            number(m.roc_auc),
-            number(m.pr_auc),
+            metric_text(m.precision),
+            metric_text(m.recall),
+            metric_text(m.f1),
+            metric_text(m.roc_auc),
+            metric_text(m.pr_auc),
             m.best_f1
-                .map(|b| format!("{} (F1 {})", number(Some(b.threshold)), number(Some(b.f1))))
+                .map(|b| format!("{} (F1 {})", metric_text(Some(b.threshold)), metric_text(Some(b.f1))))
                 .unwrap_or_else(|| "–".into()),
         );
     }
@@ -169,13 +169,13 @@ fn metrics_row(h: &mut String, label: &str, m: &Metrics) {
         c.false_positives,
         c.true_negatives,
         c.false_negatives,
-        number(m.precision),
-        number(m.recall),
-        number(m.f1),
-        number(m.accuracy),
-        number(m.roc_auc),
-        number(m.pr_auc),
-        number(m.best_f1.map(|b| b.threshold)),
+        metric_text(m.precision),
+        metric_text(m.recall),
+        metric_text(m.f1),
+        metric_text(m.accuracy),
+        metric_text(m.roc_auc),
+        metric_text(m.pr_auc),
+        metric_text(m.best_f1.map(|b| b.threshold)),
     );
 }
 
@@ -297,7 +297,7 @@ fn mistakes_table(h: &mut String, class: &str, title: &str, mistakes: &[Mistake]
             m.row,
             escape(m.id.as_deref().unwrap_or("")),
             escape(&m.lang),
-            number(Some(m.score)),
+            metric_text(Some(m.score)),
             escape(&m.text)
         );
     }
@@ -343,18 +343,14 @@ fn comparison_section(h: &mut String, c: &Comparison) {
             "<tr><td>{}</td><td>{}</td><td>{label}</td><td>{}{}</td><td>{}{}</td><td class=\"text\">{}</td></tr>",
             escape(&f.validator),
             f.row,
-            number(Some(f.baseline_score)),
+            metric_text(Some(f.baseline_score)),
             if f.baseline_flagged { " flagged" } else { "" },
-            number(Some(f.candidate_score)),
+            metric_text(Some(f.candidate_score)),
             if f.candidate_flagged { " flagged" } else { "" },
             escape(&f.text)
         );
     }
     h.push_str("</tbody></table>");
-}
-
-fn number(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
 }
 
 fn signed(v: Option<f64>) -> String {

@@ -92,6 +92,13 @@ pub struct Metrics {
     pub best_f1: Option<BestThreshold>,
 }
 
+/// A metric as reports print it: three decimals, or a dash where it is undefined.
+pub fn metric_text(value: Option<f64>) -> String {
+    value
+        .map(|v| format!("{v:.3}"))
+        .unwrap_or_else(|| "–".into())
+}
+
 impl Metrics {
     pub fn compute(scores: &[f64], labels: &[bool], threshold: f64) -> Self {
         let confusion = Confusion::at(scores, labels, threshold);
