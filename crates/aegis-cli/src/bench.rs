@@ -37,7 +37,7 @@ pub struct BenchArgs {
     #[arg(long, env = "AEGIS_BENCH_TORCH_PYTHON")]
     pub transformers_python: Option<PathBuf>,
     /// Time only the fast path (c) per message length: for comparing load options, such as
-    /// `--weights dense` against `--weights quantized`, side by side.
+    /// `--weights f32` against `--weights quantized`, side by side.
     #[arg(long)]
     pub fast_only: bool,
     /// Also write every figure as JSON here.

@@ -105,23 +105,17 @@ fn agree(model: &ModelArgs, json: bool) -> Result<ExitStatus> {
         .with_context(|| format!("checking {} on {}", resolved.id, model.device))?;
     let passed = report.passed();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "model": report.model, "synthetic": report.synthetic,
-                "reference": {"device": report.reference.0, "weights": report.reference.1},
-                "candidate": {"device": report.candidate.0, "weights": report.candidate.1},
-                "passed": passed, "prompts": report.prompts,
-            }))?
-        );
+        let mut out = serde_json::to_value(&report)?;
+        out["passed"] = passed.into();
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!(
             "{}: {} {} against {} {}",
             report.model,
-            report.candidate.0,
-            report.candidate.1,
-            report.reference.0,
-            report.reference.1
+            report.candidate.device,
+            report.candidate.weights,
+            report.reference.device,
+            report.reference.weights
         );
         println!(
             "{:<8} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>5}  result",

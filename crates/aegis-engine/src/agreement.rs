@@ -1,7 +1,7 @@
 //! Do two loaded copies of one model (say CPU f32 and GPU bf16) compute the same thing? Compares
 //! last-position logits over the whole vocabulary against a tolerance stated per weight format.
 
-use crate::engine::{DeviceChoice, GemmaEngine, LanguageModel, LoadOptions};
+use crate::engine::{argmax, DeviceChoice, GemmaEngine, LanguageModel, LoadOptions};
 use crate::error::Result;
 use crate::model::WeightFormat;
 use crate::source::ResolvedModel;
@@ -71,9 +71,25 @@ impl LogitAgreement {
 pub struct AgreementReport {
     pub model: String,
     pub synthetic: bool,
-    pub reference: (String, String),
-    pub candidate: (String, String),
+    pub reference: Side,
+    pub candidate: Side,
     pub prompts: Vec<LogitAgreement>,
+}
+
+/// Where and how one side of the comparison ran.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Side {
+    pub device: String,
+    pub weights: String,
+}
+
+impl Side {
+    fn of(engine: &GemmaEngine) -> Self {
+        Self {
+            device: engine.info().device.clone(),
+            weights: engine.info().weight_format.clone(),
+        }
+    }
 }
 
 impl AgreementReport {
@@ -100,7 +116,7 @@ pub fn check_devices(resolved: &ResolvedModel, options: &LoadOptions) -> Result<
     };
     let reference = on_cpu(reference_format(format))?;
     let calibration = match format {
-        WeightFormat::Bf16 if candidate.info().device != "cpu" => Some(on_cpu(format)?),
+        WeightFormat::Bf16 if !candidate.model().device().is_cpu() => Some(on_cpu(format)?),
         _ => None,
     };
     let prompts = agreement_prompts(&candidate)?
@@ -117,12 +133,11 @@ pub fn check_devices(resolved: &ResolvedModel, options: &LoadOptions) -> Result<
             Ok(result)
         })
         .collect::<Result<Vec<_>>>()?;
-    let (info, cpu) = (candidate.info(), reference.info());
     Ok(AgreementReport {
-        model: info.id.clone(),
-        synthetic: info.synthetic,
-        reference: (cpu.device.clone(), cpu.weight_format.clone()),
-        candidate: (info.device.clone(), info.weight_format.clone()),
+        model: candidate.info().id.clone(),
+        synthetic: candidate.info().synthetic,
+        reference: Side::of(&reference),
+        candidate: Side::of(&candidate),
         prompts,
     })
 }
@@ -182,14 +197,6 @@ fn measure(
         same_top_token: argmax(want) == argmax(got),
         tolerance,
     }
-}
-
-fn argmax(values: &[f32]) -> Option<usize> {
-    values
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(i, _)| i)
 }
 
 #[cfg(test)]

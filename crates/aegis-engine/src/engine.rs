@@ -298,7 +298,7 @@ impl GemmaEngine {
     }
 }
 
-fn argmax(values: &[f32]) -> u32 {
+pub(crate) fn argmax(values: &[f32]) -> u32 {
     values
         .iter()
         .enumerate()

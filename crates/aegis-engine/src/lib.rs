@@ -14,7 +14,7 @@ mod source;
 mod synthetic;
 mod tokenizer;
 
-pub use agreement::{check_devices, AgreementReport, LogitAgreement};
+pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use engine::{

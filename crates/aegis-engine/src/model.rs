@@ -360,19 +360,15 @@ impl Gemma3 {
         let eps = config.rms_norm_eps;
         let dtype = format.activation_dtype();
         let (embedding, lm_head) = match &mut reader {
-            // bf16 is for devices with memory to spare and tensor cores to feed: one dense table.
-            _ if format == WeightFormat::Bf16 => {
-                let t = reader.dense_on(path, "token_embd.weight", dtype, device)?;
-                (Embedding::Dense(t.clone()), QMatMul::Tensor(t))
-            }
-            WeightReader::Gguf { .. } => {
-                // The embedding stays quantized whatever the format: only a few rows are read per
-                // step, and dequantizing 262,144 rows would cost far more memory than it saves.
+            // The embedding stays quantized whatever the format, except in bf16 (for devices
+            // with memory to spare and tensor cores to feed): only a few rows are read per step,
+            // and dequantizing 262,144 rows would cost far more memory than it saves.
+            WeightReader::Gguf { .. } if format != WeightFormat::Bf16 => {
                 let q = Arc::new(reader.qtensor(path, "token_embd.weight", device)?);
                 (Embedding::Quantized(q.clone()), QMatMul::from_arc(q)?)
             }
-            WeightReader::Safetensors { .. } => {
-                let t = reader.dense(path, "token_embd.weight")?.to_device(device)?;
+            _ => {
+                let t = reader.dense_on(path, "token_embd.weight", dtype, device)?;
                 (Embedding::Dense(t.clone()), QMatMul::Tensor(t))
             }
         };
@@ -712,7 +708,7 @@ impl Gemma3 {
             .rows(&Tensor::new(ids, &self.device)?)?
             .to_dtype(DType::F32)?; // [n, hidden]
         let logits = hidden.to_dtype(DType::F32)?.matmul(&heads.t()?)?; // [rows, n]
-        Ok(logits.to_dtype(DType::F32)?.to_vec2()?)
+        Ok(logits.to_vec2()?)
     }
 
     /// The hidden state of the last position of a `[len, hidden]` block.
