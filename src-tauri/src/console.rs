@@ -671,6 +671,9 @@ impl Console {
         let edited = templates::parse(&self.prompts_dir(), key, content)?;
         let worker = self.worker()?;
         let saved_guard = worker.loaded().ok_or(WorkerError::Loading)?;
+        // Both run every prompt: the author sees the prompt score move even where a head decides.
+        let saved_guard =
+            LoadedGuard::new(Guard::clone(&saved_guard.guard).with_prompt_scores(true));
         let edited_guard = LoadedGuard::new(saved_guard.guard.with_validator(edited));
         let mut rows = Vec::new();
         for text in messages.into_iter().filter(|m| !m.trim().is_empty()) {

@@ -34,6 +34,10 @@ pub struct CheckArgs {
     /// Do not record verdicts in history.
     #[arg(long)]
     pub no_history: bool,
+    /// Also run the prompts of validators a head decides, to report both scores (slower: one
+    /// prompt per validator; the head still decides).
+    #[arg(long)]
+    pub prompt_scores: bool,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
@@ -82,7 +86,7 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         let store = runtime.block_on(args.db.open())?;
         Some((runtime, store))
     };
-    let guard = args.guard.load()?;
+    let guard = args.guard.load()?.with_prompt_scores(args.prompt_scores);
     let recorder = history.map(|(runtime, store)| Recorder {
         runtime,
         store,
@@ -122,15 +126,16 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
     );
     for r in &verdict.results {
         println!(
-            "{:<20} {:>7.3} {:>6} {:>7.3} {:>9.2}  {}",
+            "{:<20} {:>7.3} {:>6} {:>7} {:>9}  {}",
             r.key,
             r.score,
             match r.decided_by {
                 ScoreSource::Head => "head",
                 ScoreSource::Prompt => "prompt",
             },
-            r.prompt_score,
-            r.threshold,
+            r.prompt_score
+                .map_or_else(|| "-".to_string(), |p| format!("{p:.3}")),
+            format!("{}", r.threshold),
             if r.passed { "passed" } else { "FAILED" }
         );
     }

@@ -400,6 +400,21 @@ fn print_report(report: &EvalReport) {
             row(lang, m);
         }
     }
+    if report.benign.rows > 0 {
+        let line = |what: &str, b: &aegis_eval::BenignRate| {
+            println!(
+                "{what:<24} {} of {} benign rows flagged ({})",
+                b.flagged,
+                b.rows,
+                metric_text(b.rate)
+            );
+        };
+        println!("\nbenign false-positive rate (rows whose every label is false):");
+        for v in &report.validators {
+            line(&v.key, &v.benign);
+        }
+        line("any validator", &report.benign);
+    }
 }
 
 fn print_comparison(c: &Comparison) {

@@ -250,10 +250,10 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                 );
                 for r in &row.results {
                     println!(
-                        "  {:<18} {:.3} (prompt {:.3}, learned {}) by {:<6} threshold {:.2} {}  template {}",
+                        "  {:<18} {:.3} (prompt {}, learned {}) by {:<6} threshold {:.2} {}  template {}",
                         r.key,
                         r.score,
-                        r.prompt_score,
+                        r.prompt_score.map_or("-".into(), |s| format!("{s:.3}")),
                         r.learned_score.map_or("-".into(), |s| format!("{s:.3}")),
                         r.decided_by,
                         r.threshold,

@@ -4,10 +4,10 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use aegis_guard::{
-    message_features, train_validator, FeatureCache, LabelledMessage, MessageFeatures,
-    ValidatorTraining, HEADS_DIR,
+    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
+    MessageFeatures, ValidatorTraining, HEADS_DIR,
 };
-use aegis_heads::{CvMetrics, FeatureKind, TrainOptions};
+use aegis_heads::{layers_label, CvMetrics, TrainOptions};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -30,21 +30,32 @@ pub struct TrainArgs {
     /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
     #[arg(long)]
     pub exclude_source: Vec<String>,
-    /// Feature to train on: auto (best cross-validated ROC AUC per validator), message_mean or
-    /// answer_hidden.
+    /// Candidate layers, compared per validator by cross-validated ROC AUC: `auto` (every second
+    /// layer, the last, and two middle pairs), or a list such as `8,11,8+12` (`+` concatenates).
     #[arg(long, default_value = "auto")]
-    pub feature: String,
+    pub layers: String,
+    /// L2 strength the layer candidates are compared at (the chosen layers then get the full
+    /// cross-validated search).
+    #[arg(long, default_value_t = 100.0)]
+    pub screen_alpha: f64,
+    /// Also run every validator's own prompt on every message, to report the prompt's ROC AUC
+    /// beside the heads' (one prompt per validator per message: slow).
+    #[arg(long)]
+    pub prompt_scores: bool,
     /// Cross-validation folds.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
     /// Where heads are written (default: the templates folder's heads/).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Also choose each validator's threshold by nested cross-validation on the head's
-    /// out-of-fold scores, and write it into the template's front matter when it measures
-    /// better than the current one.
+    /// Also choose each validator's threshold on the head's out-of-fold scores: the highest
+    /// recall with at most --benign-budget of the benign rows (every label false) flagged,
+    /// measured by nested cross-validation, and write it into the template's front matter.
     #[arg(long)]
     pub tune_thresholds: bool,
+    /// Share of benign rows a tuned threshold may flag.
+    #[arg(long, default_value_t = 0.02)]
+    pub benign_budget: f64,
     /// Report only; write no heads.
     #[arg(long)]
     pub dry_run: bool,
@@ -58,11 +69,10 @@ pub struct TrainArgs {
     pub guard: GuardArgs,
 }
 
+/// Messages encoded per model call while reading features.
+const FEATURE_BATCH: usize = 16;
+
 pub fn run(args: TrainArgs) -> Result<ExitStatus> {
-    let kinds: Vec<FeatureKind> = match args.feature.as_str() {
-        "auto" => FeatureKind::ALL.to_vec(),
-        other => vec![other.parse().map_err(anyhow::Error::msg)?],
-    };
     let mut messages = read_messages(&args.data, &args.exclude_source)?;
     if args.from_reviews {
         let reviewed = reviewed_messages(&args.db)?;
@@ -70,6 +80,10 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         messages.extend(reviewed);
     }
     let guard = args.guard.load()?;
+    let search = LayerSearch {
+        candidates: parse_layers(&args.layers, guard.model().info().layers)?,
+        screen_alpha: args.screen_alpha,
+    };
     let keys: Vec<String> = if args.validators.is_empty() {
         guard
             .validators()
@@ -107,20 +121,24 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     );
     let mut usable = Vec::with_capacity(messages.len());
     let mut features: Vec<MessageFeatures> = Vec::with_capacity(messages.len());
-    for message in messages {
-        match message_features(&guard, &message.text, cache.as_ref()) {
-            Ok(f) => {
-                features.push(f);
-                usable.push(message);
+    for chunk in messages.chunks(FEATURE_BATCH) {
+        let texts: Vec<&str> = chunk.iter().map(|m| m.text.as_str()).collect();
+        let read = message_features(&guard, &texts, cache.as_ref(), args.prompt_scores);
+        for (message, result) in chunk.iter().zip(read) {
+            match result {
+                Ok(f) => {
+                    features.push(f);
+                    usable.push(message.clone());
+                }
+                Err(e) => progress.suspend(|| {
+                    eprintln!(
+                        "skipped {}: {e}",
+                        message.id.as_deref().unwrap_or("a message")
+                    )
+                }),
             }
-            Err(e) => progress.suspend(|| {
-                eprintln!(
-                    "skipped {}: {e}",
-                    message.id.as_deref().unwrap_or("a message")
-                )
-            }),
         }
-        progress.inc(1);
+        progress.inc(chunk.len() as u64);
     }
     progress.finish_and_clear();
 
@@ -132,20 +150,19 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         .out
         .clone()
         .unwrap_or_else(|| args.guard.prompts_dir().join(HEADS_DIR));
-    print_header(&kinds);
     for key in &keys {
-        let trained = train_validator(&guard, key, &usable, &features, &kinds, &options)?;
-        print_report(&trained, &kinds);
+        let trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
+        print_report(&trained);
         if args.tune_thresholds {
-            tune_threshold(&guard, key, &usable, &trained, &options, args.dry_run)?;
+            tune_threshold(&guard, &trained, args.benign_budget, args.dry_run)?;
         }
         if !args.dry_run {
             let path = out_dir.join(format!("{key}.json"));
             trained.head.save(&path)?;
             eprintln!(
-                "wrote {} ({}, alpha {})",
+                "wrote {} (layers {}, alpha {})",
                 path.display(),
-                trained.head.feature,
+                trained.head.features.label(),
                 trained.head.training.alpha
             );
         }
@@ -153,53 +170,81 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Passed)
 }
 
+/// `auto`, or a comma-separated list of layer sets (`8`, `8+12`).
+fn parse_layers(spec: &str, layers: usize) -> Result<Vec<Vec<usize>>> {
+    if spec == "auto" {
+        // Every second layer and the last one; and two concatenations of middle layers, where the
+        // signal that generalises sits.
+        let mut candidates: Vec<Vec<usize>> = (2..=layers).step_by(2).map(|l| vec![l]).collect();
+        if layers % 2 == 1 {
+            candidates.push(vec![layers]);
+        }
+        let middle = layers / 2;
+        candidates.push(vec![middle - 1, middle + 3]);
+        candidates.push(vec![middle - 3, middle, middle + 3]);
+        return Ok(candidates);
+    }
+    spec.split(',')
+        .map(|set| {
+            set.split('+')
+                .map(|l| {
+                    let layer: usize = l.trim().parse().with_context(|| {
+                        format!("--layers: {l:?} is not a layer number (use e.g. 8,11,8+12)")
+                    })?;
+                    if layer == 0 || layer > layers {
+                        bail!("--layers: no layer {layer}; the model has layers 1 to {layers}");
+                    }
+                    Ok(layer)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Picks the threshold on the shipped head's out-of-fold probabilities (held out, so the choice
-/// is measured honestly) and writes it into the template when it is worth a new version.
+/// is measured honestly): the highest recall that flags at most `budget` of the benign rows.
 fn tune_threshold(
     guard: &aegis_guard::Guard,
-    key: &str,
-    messages: &[LabelledMessage],
     trained: &ValidatorTraining,
-    options: &TrainOptions,
+    budget: f64,
     dry_run: bool,
 ) -> Result<()> {
-    let Some((_, head)) = trained
-        .tried
-        .iter()
-        .find(|(k, _)| *k == trained.head.feature)
-    else {
+    let key = &trained.key;
+    let Some(validator) = guard.validators().iter().find(|v| &v.key == key) else {
         return Ok(());
     };
-    // The same rows, in the same order, as the head was trained on.
-    let labels: Vec<bool> = messages.iter().filter_map(|m| m.label(key)).collect();
-    let Some(validator) = guard.validators().iter().find(|v| v.key == key) else {
-        return Ok(());
-    };
-    let Some(choice) = aegis_eval::choose_threshold(
-        &head.out_of_fold,
-        &labels,
-        f64::from(validator.threshold),
-        options.folds,
+    let Some(choice) = aegis_eval::choose_threshold_for_budget(
+        &trained.chosen.out_of_fold,
+        &trained.labels,
+        &trained.benign,
+        budget,
+        trained.chosen.folds,
+        3,
     ) else {
-        eprintln!("{key}: threshold not tuned (one class only)");
+        eprintln!("{key}: threshold not tuned (no benign rows in its data)");
         return Ok(());
     };
-    let f1 = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
+    let text = aegis_eval::metric_text;
     println!(
-        "{key:<18} threshold {:.3} (CV F1 {}) vs tuned {:.3} (nested CV F1 {}): {}",
-        choice.current,
-        f1(choice.current_f1),
-        choice.tuned,
-        f1(choice.tuned_f1),
-        if choice.keep { "tuned" } else { "kept" }
+        "{key:<18} threshold {:.3} -> {:.3}: benign false positives {} of {} rows (budget {}), recall {}, precision {}, F1 {} (nested CV)",
+        validator.threshold,
+        choice.threshold,
+        text(choice.benign_false_positive_rate),
+        choice.benign_rows,
+        text(Some(budget)),
+        text(choice.recall),
+        text(choice.precision),
+        text(choice.f1),
     );
-    if choice.keep && !dry_run {
-        // Templates keep three decimals; rounding down keeps the chosen message flagged.
-        let written = ((choice.tuned * 1000.0).floor() / 1000.0).max(0.001);
-        let content = validator.content_with_threshold(written as f32)?;
+    if !dry_run && (f64::from(validator.threshold) - choice.threshold).abs() > 1e-4 {
+        let content = validator.content_with_threshold(choice.threshold as f32)?;
         std::fs::write(&validator.path, content)
             .with_context(|| format!("cannot write {}", validator.path.display()))?;
-        eprintln!("wrote threshold {written} to {}", validator.path.display());
+        eprintln!(
+            "wrote threshold {:.3} to {}",
+            choice.threshold,
+            validator.path.display()
+        );
     }
     Ok(())
 }
@@ -251,35 +296,31 @@ fn read_messages(files: &[PathBuf], exclude_sources: &[String]) -> Result<Vec<La
     Ok(messages)
 }
 
-fn print_header(kinds: &[FeatureKind]) {
-    let mut header = format!(
-        "{:<18} {:<4} {:>5} {:>5}  {:>7}",
-        "validator", "lang", "rows", "pos", "prompt"
-    );
-    for kind in kinds {
-        header.push_str(&format!("  {:>13}", kind.as_str()));
-    }
-    header.push_str(&format!(
-        "  {:>7}  {:>5} {:>5} {:>5}",
-        "chosen", "P", "R", "F1"
-    ));
-    println!("{header}");
-    println!(
-        "{:<18} (ROC AUC; 'chosen' is the shipped head, cross-validated; P/R/F1 at 0.5)",
-        ""
-    );
-}
-
 fn auc(m: Option<&CvMetrics>) -> String {
     m.and_then(|m| m.roc_auc)
         .map_or_else(|| "-".to_string(), |a| format!("{a:.3}"))
 }
 
-fn print_report(t: &ValidatorTraining, kinds: &[FeatureKind]) {
+/// Per validator: every candidate's cross-validated ROC AUC, then the chosen head's metrics per
+/// language beside the prompt's own (when prompt scores were computed).
+fn print_report(t: &ValidatorTraining) {
+    let tried: Vec<String> = t
+        .tried
+        .iter()
+        .map(|(layers, trained)| format!("{} {}", layers_label(layers), auc(Some(&trained.cv))))
+        .collect();
+    println!(
+        "{}: layer candidates (ROC AUC, 5-fold CV at the screening strength): {}",
+        t.key,
+        tried.join(", ")
+    );
+    println!(
+        "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>5} {:>5} {:>5}",
+        "validator", "lang", "rows", "pos", "prompt", "head", "P", "R", "F1"
+    );
     let chosen = &t.head.training;
-    let languages: Vec<&String> = t.prompt.by_language.keys().collect();
     let all = "all".to_string();
-    for language in std::iter::once(&all).chain(languages) {
+    for language in std::iter::once(&all).chain(chosen.cv_by_language.keys()) {
         let pick = |overall: &CvMetrics, by: &std::collections::BTreeMap<String, CvMetrics>| {
             if language == "all" {
                 Some(overall.clone())
@@ -287,31 +328,30 @@ fn print_report(t: &ValidatorTraining, kinds: &[FeatureKind]) {
                 by.get(language).cloned()
             }
         };
-        let prompt = pick(&t.prompt.overall, &t.prompt.by_language);
-        let shipped = pick(&chosen.cv, &chosen.cv_by_language);
-        let mut line = format!(
-            "{:<18} {:<4} {:>5} {:>5}  {:>7}",
+        let prompt = t
+            .prompt
+            .as_ref()
+            .and_then(|p| pick(&p.overall, &p.by_language));
+        let Some(head) = pick(&chosen.cv, &chosen.cv_by_language) else {
+            continue;
+        };
+        println!(
+            "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>5.2} {:>5.2} {:>5.2}",
             t.key,
             language,
-            prompt.as_ref().map_or(0, |m| m.rows),
-            prompt.as_ref().map_or(0, |m| m.positives),
-            auc(prompt.as_ref())
+            head.rows,
+            head.positives,
+            auc(prompt.as_ref()),
+            auc(Some(&head)),
+            head.precision,
+            head.recall,
+            head.f1
         );
-        for kind in kinds {
-            let tried = t
-                .tried
-                .iter()
-                .find(|(k, _)| k == kind)
-                .and_then(|(_, trained)| pick(&trained.cv, &trained.cv_by_language));
-            line.push_str(&format!("  {:>13}", auc(tried.as_ref())));
-        }
-        let (p, r, f1) = shipped
-            .as_ref()
-            .map_or((0.0, 0.0, 0.0), |m| (m.precision, m.recall, m.f1));
-        line.push_str(&format!(
-            "  {:>7}  {p:>5.2} {r:>5.2} {f1:>5.2}",
-            auc(shipped.as_ref())
-        ));
-        println!("{line}");
     }
+    println!(
+        "{:<18} layers {}, alpha {} (head: ROC AUC 5-fold CV; P/R/F1 at 0.5)",
+        t.key,
+        t.head.features.label(),
+        chosen.alpha
+    );
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::{EngineError, Result};
-use crate::model::{two_way_probability, Gemma3, KvCache, WeightFormat};
+use crate::model::{two_way_probability, Gemma3, KvCache, Output, WeightFormat};
 use crate::packing::{PackRequest, PackedBatch};
 use crate::prefix_cache::{PrefixCache, PrefixCacheStats};
 use crate::source::{ResolvedModel, WeightFiles};
@@ -27,6 +27,8 @@ pub struct ModelInfo {
     pub weight_format: String,
     /// Longest prompt, in tokens, the engine accepts.
     pub context_length: usize,
+    /// Transformer layers: hidden states can be read after any of 1 to this many.
+    pub layers: usize,
     /// Seeded random weights (`aegis model synth`): good for timing, its verdicts mean nothing.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub synthetic: bool,
@@ -46,8 +48,7 @@ pub trait LanguageModel: Send + Sync {
     /// Tokens a whole prompt takes.
     fn count_prompt_tokens(&self, prompt: &[Segment]) -> Result<usize>;
 
-    /// P(Yes) at the end of each prompt (softmax over the logits of the `Yes` and `No` tokens),
-    /// with the hidden states learned heads read, from the same forward pass.
+    /// P(Yes) at the end of each prompt (softmax over the logits of the `Yes` and `No` tokens).
     fn score(&self, prompts: &[Prompt]) -> Result<Scores>;
 
     /// `score` for several messages at once (each with its own prompts), in one batch where the
@@ -55,6 +56,17 @@ pub trait LanguageModel: Send + Sync {
     /// say) does not fail the others.
     fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<Result<Scores>> {
         messages.iter().map(|prompts| self.score(prompts)).collect()
+    }
+
+    /// For each prompt, the mean over its user-text tokens of the hidden state after each of
+    /// `layers` (1 = after the first layer): what learned heads read. One batched forward pass that
+    /// stops after the deepest layer asked for. A backend without hidden states says so.
+    fn encode_batch(&self, prompts: &[Prompt], layers: &[usize]) -> Vec<Result<Encoding>> {
+        let _ = layers;
+        prompts
+            .iter()
+            .map(|_| Err(EngineError::Unsupported("hidden states")))
+            .collect()
     }
 
     /// The cross-request cache of template openings, for reports; `None` without one.
@@ -83,9 +95,6 @@ pub struct Scored {
     pub p_yes: f32,
     /// Time from the start of the call until this answer was ready (shared work included).
     pub elapsed_ms: f64,
-    /// Final (normed) hidden state at the prompt's last position, where the answer is read:
-    /// conditioned on the message and on this prompt's policy text.
-    pub answer_hidden: Vec<f32>,
 }
 
 /// The answers to a set of prompts about one message.
@@ -93,9 +102,25 @@ pub struct Scored {
 pub struct Scores {
     /// One per prompt, in order.
     pub answers: Vec<Scored>,
-    /// Mean final hidden state over the first prompt's user-text tokens (empty if it has none).
-    /// When every prompt opens with the same text and message, this is shared by all of them.
-    pub message_mean: Vec<f32>,
+}
+
+/// A prompt's user text as the model reads it: the mean hidden state over its tokens after each
+/// requested layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Encoding {
+    /// The layers, as requested.
+    pub layers: Vec<usize>,
+    /// One mean per layer, in the order of `layers`.
+    pub means: Vec<Vec<f32>>,
+    pub elapsed_ms: f64,
+}
+
+impl Encoding {
+    /// The mean after `layer`, if it was requested.
+    pub fn layer(&self, layer: usize) -> Option<&[f32]> {
+        let at = self.layers.iter().position(|&l| l == layer)?;
+        self.means.get(at).map(Vec::as_slice)
+    }
 }
 
 /// Which device to run on.
@@ -230,6 +255,7 @@ impl GemmaEngine {
             device: device_name,
             weight_format: weight_format.name().to_string(),
             context_length: options.max_context.min(model.config().context_length),
+            layers: model.config().num_layers,
             synthetic: model.is_synthetic(),
         };
         if info.synthetic {
@@ -418,7 +444,10 @@ impl GemmaEngine {
         let prompts: Vec<&EncodedPrompt> = messages.iter().flatten().collect();
         let (batch, openings) = self.pack(&prompts);
         let contexts = self.contexts_for(&openings)?;
-        let hidden = self.model.forward_packed(&batch, &contexts, PACK_CHUNK)?;
+        let hidden = self
+            .model
+            .forward_packed(&batch, &contexts, PACK_CHUNK, Output::Final)?
+            .remove(0);
 
         let answer_rows: Vec<u32> = batch
             .rows
@@ -430,36 +459,82 @@ impl GemmaEngine {
         let logits = self
             .model
             .logits_for_rows(&answer_hidden, &[self.yes_id, self.no_id])?;
-        let answer_hidden: Vec<Vec<f32>> = answer_hidden.to_dtype(DType::F32)?.to_vec2()?;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
 
-        let mut answers = logits.into_iter().zip(answer_hidden);
-        let mut first_prompt = 0;
-        let mut scores = Vec::with_capacity(messages.len());
-        for prompts in messages {
-            let first = &prompts[0];
-            let opened = opening_len(first);
-            let user_rows: Vec<u32> = first
-                .user_spans
-                .iter()
-                .flat_map(|span| span.clone())
-                .map(|position| batch.rows[first_prompt][position - opened] as u32)
-                .collect();
-            scores.push(Scores {
+        let mut answers = logits.into_iter();
+        Ok(messages
+            .iter()
+            .map(|prompts| Scores {
                 answers: answers
                     .by_ref()
                     .take(prompts.len())
-                    .map(|(logits, answer_hidden)| Scored {
+                    .map(|logits| Scored {
                         p_yes: two_way_probability(logits[0], logits[1]),
                         elapsed_ms,
-                        answer_hidden,
                     })
                     .collect(),
-                message_mean: mean_rows(&hidden, &user_rows)?,
-            });
-            first_prompt += prompts.len();
+            })
+            .collect())
+    }
+
+    /// Every prompt in one packed forward up to the deepest of `layers`; per prompt, the mean
+    /// over its user tokens after each layer.
+    fn encode_encoded(&self, prompts: &[EncodedPrompt], layers: &[usize]) -> Result<Vec<Encoding>> {
+        let started = Instant::now();
+        let refs: Vec<&EncodedPrompt> = prompts.iter().collect();
+        let (batch, openings) = self.pack(&refs);
+        let contexts = self.contexts_for(&openings)?;
+        let tapped =
+            self.model
+                .forward_packed(&batch, &contexts, PACK_CHUNK, Output::Taps(layers))?;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        prompts
+            .iter()
+            .zip(&batch.rows)
+            .map(|(prompt, rows)| {
+                let opened = opening_len(prompt);
+                let user_rows: Vec<u32> = prompt
+                    .user_spans
+                    .iter()
+                    .flat_map(|span| span.clone())
+                    .map(|position| rows[position - opened] as u32)
+                    .collect();
+                Ok(Encoding {
+                    layers: layers.to_vec(),
+                    means: tapped
+                        .iter()
+                        .map(|hidden| mean_rows(hidden, &user_rows))
+                        .collect::<Result<_>>()?,
+                    elapsed_ms,
+                })
+            })
+            .collect()
+    }
+
+    /// `encode_batch` the plain way: each prompt alone through every layer from an empty cache.
+    /// The reference the packed path must equal.
+    pub fn encode_separately(&self, prompt: &[Segment], layers: &[usize]) -> Result<Encoding> {
+        let started = Instant::now();
+        let encoded = self.encode_checked(prompt)?;
+        let rows: Vec<u32> = encoded
+            .user_spans
+            .iter()
+            .flat_map(|span| span.clone())
+            .map(|p| p as u32)
+            .collect();
+        let mut means = Vec::with_capacity(layers.len());
+        for &layer in layers {
+            let hidden = self
+                .model
+                .forward_taps(&encoded.ids, std::slice::from_ref(&layer))?
+                .remove(0);
+            means.push(mean_rows(&hidden, &rows)?);
         }
-        Ok(scores)
+        Ok(Encoding {
+            layers: layers.to_vec(),
+            means,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
     }
 
     /// The plain path: one forward per prompt from an empty cache, nothing shared or cached. The
@@ -467,31 +542,17 @@ impl GemmaEngine {
     pub fn score_separately(&self, prompts: &[Prompt]) -> Result<Scores> {
         let started = Instant::now();
         let mut answers = Vec::with_capacity(prompts.len());
-        let mut message_mean = Vec::new();
-        for (i, prompt) in prompts.iter().enumerate() {
+        for prompt in prompts {
             let encoded = self.encode_checked(prompt)?;
             let hidden = self.model.forward(&encoded.ids, &mut KvCache::default())?;
             let answer = Gemma3::last_row(&hidden)?;
             let logits = self.model.logits_for(&answer, &[self.yes_id, self.no_id])?;
-            if i == 0 {
-                let rows: Vec<u32> = encoded
-                    .user_spans
-                    .iter()
-                    .flat_map(|span| span.clone())
-                    .map(|p| p as u32)
-                    .collect();
-                message_mean = mean_rows(&hidden, &rows)?;
-            }
             answers.push(Scored {
                 p_yes: two_way_probability(logits[0], logits[1]),
                 elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
-                answer_hidden: answer.to_dtype(DType::F32)?.to_vec1()?,
             });
         }
-        Ok(Scores {
-            answers,
-            message_mean,
-        })
+        Ok(Scores { answers })
     }
 }
 
@@ -525,10 +586,11 @@ impl LanguageModel for GemmaEngine {
                 .map(|p| self.encode_checked(p))
                 .collect::<Result<Vec<_>>>();
             match encoded {
-                Ok(encoded) if encoded.is_empty() => results.push(Some(Ok(Scores {
-                    answers: Vec::new(),
-                    message_mean: Vec::new(),
-                }))),
+                Ok(encoded) if encoded.is_empty() => {
+                    results.push(Some(Ok(Scores {
+                        answers: Vec::new(),
+                    })))
+                }
                 Ok(encoded) => {
                     results.push(None);
                     runnable.push(i);
@@ -557,6 +619,45 @@ impl LanguageModel for GemmaEngine {
                 if let Some(&i) = runnable.first() {
                     results[i] = Some(Err(e));
                 }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(EngineError::EmptyPrompt)))
+            .collect()
+    }
+
+    fn encode_batch(&self, prompts: &[Prompt], layers: &[usize]) -> Vec<Result<Encoding>> {
+        let mut results: Vec<Option<Result<Encoding>>> = Vec::with_capacity(prompts.len());
+        let mut runnable = Vec::new();
+        let mut encoded = Vec::new();
+        for (i, prompt) in prompts.iter().enumerate() {
+            match self.encode_checked(prompt) {
+                Ok(e) => {
+                    results.push(None);
+                    runnable.push(i);
+                    encoded.push(e);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
+        }
+        if !encoded.is_empty() {
+            match self.encode_encoded(&encoded, layers) {
+                Ok(encodings) => {
+                    for (i, encoding) in runnable.iter().zip(encodings) {
+                        results[*i] = Some(Ok(encoding));
+                    }
+                }
+                Err(e) if runnable.len() > 1 => {
+                    tracing::warn!(error = %e, prompts = runnable.len(), "batched encoding failed; encoding one prompt at a time");
+                    for (i, one) in runnable.iter().zip(encoded) {
+                        results[*i] = Some(
+                            self.encode_encoded(std::slice::from_ref(&one), layers)
+                                .map(|mut e| e.remove(0)),
+                        );
+                    }
+                }
+                Err(e) => results[runnable[0]] = Some(Err(e)),
             }
         }
         results

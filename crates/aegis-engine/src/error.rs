@@ -17,6 +17,10 @@ pub enum EngineError {
     ControlTokenInUserText { id: u32 },
     #[error("the prompt is {prompt_tokens} tokens, over the model's context of {limit} tokens")]
     ContextExceeded { prompt_tokens: usize, limit: usize },
+    #[error("no layer {layer}: the model has layers 1 to {layers}")]
+    UnknownLayer { layer: usize, layers: usize },
+    #[error("{0} is not available from this model backend")]
+    Unsupported(&'static str),
     #[error("empty prompt")]
     EmptyPrompt,
     #[error("unknown device {0:?}: use auto, cpu, cuda or cuda:N")]

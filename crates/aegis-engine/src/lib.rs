@@ -18,7 +18,7 @@ pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use engine::{
-    DeviceChoice, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored, Scores,
+    DeviceChoice, Encoding, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored, Scores,
     SYNTHETIC_WARNING,
 };
 pub use error::{EngineError, Result};

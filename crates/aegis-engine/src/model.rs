@@ -187,6 +187,28 @@ struct AttentionGroup {
     masks: (Tensor, Tensor),
 }
 
+/// What a forward pass returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output<'a> {
+    /// The final-normed hidden state, what the output head reads.
+    Final,
+    /// The residual stream after each of these layers (1 = after the first layer), in this order.
+    Taps(&'a [usize]),
+}
+
+impl Output<'_> {
+    fn check(self, layers: usize) -> Result<()> {
+        match self {
+            Output::Taps(taps) => match taps.iter().find(|&&t| t == 0 || t > layers) {
+                Some(&layer) => Err(EngineError::UnknownLayer { layer, layers }),
+                None if taps.is_empty() => Err(EngineError::UnknownLayer { layer: 0, layers }),
+                None => Ok(()),
+            },
+            Output::Final => Ok(()),
+        }
+    }
+}
+
 pub struct Gemma3 {
     config: Gemma3Config,
     embedding: Embedding,
@@ -455,25 +477,64 @@ impl Gemma3 {
                 self.mask(start, len, Some(cfg.sliding_window))?,
             ),
         };
-        let hidden = self.run_layers(tokens, &positions, &[everything], &mut cache.layers)?;
+        let hidden = self
+            .run_layers(
+                tokens,
+                &positions,
+                &[everything],
+                &mut cache.layers,
+                Output::Final,
+            )?
+            .remove(0);
         cache.len = total;
         Ok(hidden)
     }
 
+    /// The residual stream after each of `taps` for `tokens` from an empty cache, each
+    /// `[tokens.len(), hidden]`: the plain reference for the packed path's taps.
+    pub fn forward_taps(&self, tokens: &[u32], taps: &[usize]) -> Result<Vec<Tensor>> {
+        if tokens.is_empty() {
+            return Err(EngineError::EmptyPrompt);
+        }
+        Output::Taps(taps).check(self.layers.len())?;
+        let len = tokens.len();
+        let everything = AttentionGroup {
+            rows: 0..len,
+            fixed: vec![None; self.layers.len()],
+            select: None,
+            masks: (
+                self.mask(0, len, None)?,
+                self.mask(0, len, Some(self.config.sliding_window))?,
+            ),
+        };
+        let positions: Vec<usize> = (0..len).collect();
+        let mut slots = vec![None; self.layers.len()];
+        self.run_layers(
+            tokens,
+            &positions,
+            &[everything],
+            &mut slots,
+            Output::Taps(taps),
+        )
+    }
+
     /// Runs a packed batch (see `packing`) after the cached `contexts` it refers to, `chunk` pack
-    /// rows at a time so scratch memory stays bounded however long the prompts are. Returns the
-    /// final-normed hidden state of every pack row, `[batch.len(), hidden]`.
+    /// rows at a time so scratch memory stays bounded however long the prompts are. Returns what
+    /// `output` asks for, each `[batch.len(), hidden]`: the final-normed hidden state of every
+    /// pack row, or the residual stream after each tapped layer.
     pub(crate) fn forward_packed(
         &self,
         batch: &PackedBatch,
         contexts: &[KvCache],
         chunk: usize,
-    ) -> Result<Tensor> {
+        output: Output<'_>,
+    ) -> Result<Vec<Tensor>> {
         if batch.len() == 0 {
             return Err(EngineError::EmptyPrompt);
         }
+        output.check(self.layers.len())?;
         let mut slots = vec![None; self.layers.len()];
-        let mut hidden = Vec::new();
+        let mut chunks: Vec<Vec<Tensor>> = Vec::new();
         let mut start = 0;
         while start < batch.len() {
             let end = (start + chunk.max(1)).min(batch.len());
@@ -482,15 +543,22 @@ impl Gemma3 {
                 .into_iter()
                 .map(|rows| self.attention_group(batch, contexts, rows, start))
                 .collect::<Result<Vec<_>>>()?;
-            hidden.push(self.run_layers(
+            chunks.push(self.run_layers(
                 &batch.tokens[start..end],
                 &batch.positions[start..end],
                 &groups,
                 &mut slots,
+                output,
             )?);
             start = end;
         }
-        Ok(Tensor::cat(&hidden, 0)?)
+        let outputs = chunks.first().map_or(0, Vec::len);
+        (0..outputs)
+            .map(|i| {
+                let parts: Vec<&Tensor> = chunks.iter().map(|c| &c[i]).collect();
+                Ok(Tensor::cat(&parts, 0)?)
+            })
+            .collect()
     }
 
     /// The keys pack rows `rows` (a chunk starting at `chunk_start`) attend to, and their masks.
@@ -538,15 +606,17 @@ impl Gemma3 {
         })
     }
 
-    /// Every layer over new `tokens` at `positions`. Each group of rows attends to its own keys
-    /// (see `AttentionGroup`); `slots` are extended by the new keys.
+    /// The layers over new `tokens` at `positions`. Each group of rows attends to its own keys
+    /// (see `AttentionGroup`); `slots` are extended by the new keys. With `Output::Taps` the pass
+    /// stops after the deepest tapped layer: the layers after it would change nothing asked for.
     fn run_layers(
         &self,
         tokens: &[u32],
         positions: &[usize],
         groups: &[AttentionGroup],
         slots: &mut [Option<(Tensor, Tensor)>],
-    ) -> Result<Tensor> {
+        output: Output<'_>,
+    ) -> Result<Vec<Tensor>> {
         let cfg = &self.config;
         let ids = Tensor::new(tokens, &self.device)?;
         let mut xs =
@@ -554,7 +624,18 @@ impl Gemma3 {
         let global_rope =
             self.rope_tables(positions, cfg.rope_global_base, cfg.rope_global_scale)?;
         let local_rope = self.rope_tables(positions, cfg.rope_local_base, 1.0)?;
-        for (index, (layer, slot)) in self.layers.iter().zip(slots.iter_mut()).enumerate() {
+        let depth = match output {
+            Output::Final => self.layers.len(),
+            Output::Taps(taps) => taps.iter().copied().max().unwrap_or(0),
+        };
+        let mut tapped: Vec<(usize, Tensor)> = Vec::new();
+        for (index, (layer, slot)) in self
+            .layers
+            .iter()
+            .zip(slots.iter_mut())
+            .enumerate()
+            .take(depth)
+        {
             let rope = if layer.sliding {
                 &local_rope
             } else {
@@ -571,8 +652,28 @@ impl Gemma3 {
                 .down_proj
                 .forward(&(gate * layer.up_proj.forward(&h)?)?)?;
             xs = (residual + layer.post_ffn_norm.forward(&h)?)?;
+            if let Output::Taps(taps) = output {
+                if taps.contains(&(index + 1)) {
+                    tapped.push((index + 1, xs.clone()));
+                }
+            }
         }
-        self.final_norm.forward(&xs)
+        match output {
+            Output::Final => Ok(vec![self.final_norm.forward(&xs)?]),
+            Output::Taps(taps) => taps
+                .iter()
+                .map(|tap| {
+                    tapped
+                        .iter()
+                        .find(|(layer, _)| layer == tap)
+                        .map(|(_, t)| t.clone())
+                        .ok_or(EngineError::UnknownLayer {
+                            layer: *tap,
+                            layers: self.layers.len(),
+                        })
+                })
+                .collect(),
+        }
     }
 
     fn attention(

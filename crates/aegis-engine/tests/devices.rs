@@ -88,10 +88,11 @@ fn a_synthetic_model_loads_through_the_real_loader_and_says_so() {
         Segment::Template("Is this spam? ".into()),
         Segment::User("win a prize now".into()),
     ];
-    let scores = engine.score(&[prompt]).expect("score");
+    let scores = engine.score(std::slice::from_ref(&prompt)).expect("score");
     let p = scores.answers[0].p_yes;
     assert!(p > 0.0 && p < 1.0, "{p}");
-    assert_eq!(scores.answers[0].answer_hidden.len(), 64);
+    let encoding = engine.encode_batch(&[prompt], &[3]).remove(0).expect("encode");
+    assert_eq!(encoding.means[0].len(), 64);
 }
 
 #[test]

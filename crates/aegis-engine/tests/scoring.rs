@@ -133,9 +133,7 @@ fn the_fast_path_equals_one_prompt_at_a_time() {
                         want.p_yes,
                         got.p_yes
                     );
-                    assert!(max_abs_diff(&want.answer_hidden, &got.answer_hidden) < 2e-2);
                 }
-                assert!(max_abs_diff(&reference.message_mean, &fast.message_mean) < 2e-2);
             }
             for (want, got) in reference.answers.iter().zip(&alone.answers) {
                 assert!((want.p_yes - got.p_yes).abs() < 1e-3);
@@ -166,26 +164,56 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// Largest difference relative to the reference vector's own largest magnitude.
+fn relative_diff(reference: &[f32], got: &[f32]) -> f32 {
+    let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+    max_abs_diff(reference, got) / scale
+}
+
+/// Learned heads read these: the packed encoding of many messages at once, stopped after the
+/// deepest layer asked for, equals each message run alone through every layer.
+///
+/// Bound: 1e-4 of the vector's own largest magnitude. Both paths run the same f32 operations on
+/// the same rows; only the matrix products' shapes (and so their summation order) differ. f32
+/// keeps about 7 digits, and a reordered sum of n terms moves by at most about n·2^-24 of its
+/// magnitude: over 18 layers of 640- to 2048-term sums that stays well under 1e-4. A real
+/// difference in what a row attends to (a wrong mask, a leaked neighbour) moves means by far more.
 #[test]
-fn features_have_the_model_width_and_tell_messages_apart() {
-    let hidden = engine().model().config().hidden_size;
-    let score = |message: &str| {
-        engine()
-            .score(&[prompt("Is this message spam?", message)])
-            .expect("score")
+fn packed_encoding_equals_each_message_alone_at_every_layer() {
+    let layers = engine().info().layers;
+    let taps: Vec<usize> = vec![1, layers / 2, layers - 1, layers];
+    let encode = |m: &str| {
+        vec![
+            Segment::Template(
+                "<start_of_turn>user\nA message sent to a chat assistant:\n\n".into(),
+            ),
+            Segment::User(m.into()),
+        ]
     };
-    let (a, b) = (
-        score("Selamat pagi, apa kabar?"),
-        score("dasar goblok kamu"),
+    let messages = messages_of_many_lengths();
+    let prompts: Vec<Vec<Segment>> = messages.iter().map(|m| encode(m)).collect();
+    let packed = engine().encode_batch(&prompts, &taps);
+    for (i, (prompt, packed)) in prompts.iter().zip(&packed).enumerate() {
+        let packed = packed.as_ref().expect("packed");
+        let alone = engine()
+            .encode_separately(prompt, &taps)
+            .expect("separately");
+        for (at, layer) in taps.iter().enumerate() {
+            let reference = &alone.means[at];
+            assert_eq!(reference.len(), engine().model().config().hidden_size);
+            let diff = relative_diff(reference, &packed.means[at]);
+            assert!(diff < 1e-4, "message {i} layer {layer}: relative {diff}");
+        }
+    }
+    // Different messages read differently, and a layer past the model is a clear error.
+    let a = packed[1].as_ref().expect("a");
+    let b = packed[2].as_ref().expect("b");
+    assert!(relative_diff(&a.means[1], &b.means[1]) > 1e-2);
+    let err = engine().encode_batch(&prompts[..1], &[layers + 1]).remove(0);
+    assert!(
+        err.as_ref().is_err_and(|e| e.to_string().contains("no layer")),
+        "{err:?}"
     );
-    assert_eq!(a.message_mean.len(), hidden);
-    assert_eq!(a.answers[0].answer_hidden.len(), hidden);
-    assert!(a.message_mean.iter().all(|v| v.is_finite()));
-    assert!(max_abs_diff(&a.message_mean, &b.message_mean) > 1e-2);
-    let no_user_text = engine()
-        .score(&[vec![Segment::Template("<start_of_turn>user\nHi".into())]])
-        .expect("score");
-    assert!(no_user_text.message_mean.is_empty());
 }
 
 #[test]

@@ -52,6 +52,13 @@ impl ScoredRow {
         }
     }
 
+    /// Benign traffic: scored, with every label false (none unknown).
+    fn is_benign(&self) -> bool {
+        self.error.is_none()
+            && !self.labels.is_empty()
+            && self.labels.values().all(|l| *l == Some(false))
+    }
+
     /// Labels this row has for `key` with its score, when both exist.
     fn labelled_score(&self, key: &str) -> Option<(f64, bool)> {
         let label = self.labels.get(key).copied().flatten()?;
@@ -136,6 +143,33 @@ pub struct ValidatorReport {
     /// Most confident first: highest-scoring negatives, lowest-scoring positives.
     pub worst_false_positives: Vec<Mistake>,
     pub worst_false_negatives: Vec<Mistake>,
+    /// Benign rows (every label false) this validator flags.
+    pub benign: BenignRate,
+}
+
+/// How many benign rows (every label false: ordinary traffic) were flagged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct BenignRate {
+    pub rows: usize,
+    pub flagged: usize,
+    /// `flagged / rows`; absent without benign rows.
+    pub rate: Option<f64>,
+}
+
+impl BenignRate {
+    fn of(flags: impl Iterator<Item = bool>) -> Self {
+        let (mut rows, mut flagged) = (0, 0);
+        for flag in flags {
+            rows += 1;
+            flagged += usize::from(flag);
+        }
+        Self {
+            rows,
+            flagged,
+            rate: (rows > 0).then(|| flagged as f64 / rows as f64),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,6 +188,8 @@ pub struct EvalReport {
     pub rows: usize,
     pub errors: Vec<RowError>,
     pub validators: Vec<ValidatorReport>,
+    /// Benign rows that any validator flags: ordinary messages the guard would reject.
+    pub benign: BenignRate,
 }
 
 /// The mistakes listed per validator and kind in a report.
@@ -163,14 +199,18 @@ const HISTOGRAM_BINS: usize = 20;
 impl EvalReport {
     /// Metrics at `thresholds` (validators left out use the run's own).
     pub fn build(info: &RunInfo, rows: &[ScoredRow], thresholds: &BTreeMap<String, f64>) -> Self {
+        let threshold_of =
+            |t: &RunTemplate| thresholds.get(&t.key).copied().unwrap_or(t.threshold);
         let validators = info
             .templates
             .iter()
-            .map(|t| {
-                let threshold = thresholds.get(&t.key).copied().unwrap_or(t.threshold);
-                validator_report(t, rows, threshold)
-            })
+            .map(|t| validator_report(t, rows, threshold_of(t)))
             .collect();
+        let benign = BenignRate::of(rows.iter().filter(|r| r.is_benign()).map(|r| {
+            info.templates
+                .iter()
+                .any(|t| r.scores.get(&t.key).is_some_and(|s| *s >= threshold_of(t)))
+        }));
         let mut info = info.clone();
         for t in &mut info.templates {
             if let Some(&threshold) = thresholds.get(&t.key) {
@@ -191,6 +231,7 @@ impl EvalReport {
                 })
                 .collect(),
             validators,
+            benign,
         }
     }
 
@@ -275,5 +316,10 @@ fn validator_report(template: &RunTemplate, rows: &[ScoredRow], threshold: f64) 
             .take(WORST_MISTAKES)
             .map(mistake)
             .collect(),
+        benign: BenignRate::of(
+            rows.iter()
+                .filter(|r| r.is_benign())
+                .filter_map(|r| r.scores.get(key).map(|s| *s >= threshold)),
+        ),
     }
 }

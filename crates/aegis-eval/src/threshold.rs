@@ -1,80 +1,99 @@
-//! Choosing a validator's threshold so that the choice itself is measured honestly: the
-//! threshold picked on some folds is scored on the fold it never saw (nested cross-validation),
-//! and kept only when that beats the current threshold on the same rows.
+//! Choosing a validator's threshold against a false-positive budget on benign traffic (most of
+//! what a guard sees is ordinary), so that the choice itself is measured honestly: the threshold
+//! picked on some folds is scored on the fold it never saw (nested cross-validation).
 
 use serde::Serialize;
 
-use crate::metrics::{best_f1_threshold, Confusion};
+use crate::metrics::Confusion;
 
+/// A threshold held to a false-positive budget on benign traffic: the lowest threshold (so the
+/// highest recall) at which at most `budget` of the benign rows are flagged, with what that rule
+/// scores when each fold is cut at the threshold its other folds chose.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ThresholdChoice {
-    pub current: f64,
-    /// F1 of the current threshold on the given (already held-out) scores.
-    pub current_f1: Option<f64>,
-    /// The best-F1 threshold on all the scores: what would be written.
-    pub tuned: f64,
-    /// F1 of "pick the best-F1 threshold", each fold scored at the threshold its other folds chose.
-    pub tuned_f1: Option<f64>,
-    /// Whether the tuned threshold measures better by more than [`KEEP_MARGIN`].
-    pub keep: bool,
+pub struct BudgetChoice {
+    pub budget: f64,
+    /// Chosen on all the scores: what would be written.
+    pub threshold: f64,
+    /// Nested cross-validation, pooled over folds.
+    pub recall: Option<f64>,
+    pub precision: Option<f64>,
+    pub f1: Option<f64>,
+    /// Share of benign rows flagged, nested.
+    pub benign_false_positive_rate: Option<f64>,
+    pub benign_rows: usize,
 }
 
-/// A tuned threshold must beat the current one by this much F1: less is noise on a few hundred
-/// rows, and every change is a new template version to review.
-pub const KEEP_MARGIN: f64 = 0.005;
-
-/// `scores` must be held out already (out-of-fold head probabilities, or a prompt's P(Yes), which
-/// nothing was fitted to). `None` without both classes.
-pub fn choose_threshold(
-    scores: &[f64],
-    labels: &[bool],
-    current: f64,
-    folds: usize,
-) -> Option<ThresholdChoice> {
-    let folds = folds.max(2);
-    let tuned = best_f1_threshold(scores, labels)?.threshold;
-    if labels.iter().all(|&l| l) {
+/// The lowest threshold flagging at most `budget` of `benign_scores` (a score at or above the
+/// threshold flags), rounded up to `decimals` as templates store it. `None` without benign rows.
+pub fn threshold_for_budget(benign_scores: &[f64], budget: f64, decimals: i32) -> Option<f64> {
+    if benign_scores.is_empty() {
         return None;
     }
-    // Stratified, deterministic: the i-th positive and the i-th negative go to fold i mod k.
-    let mut seen = [0usize; 2];
-    let fold_of: Vec<usize> = labels
-        .iter()
-        .map(|&l| {
-            let class = usize::from(l);
+    let mut sorted = benign_scores.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let allowed = (budget.max(0.0) * sorted.len() as f64).floor() as usize;
+    // The highest benign score that must pass; the threshold goes just above it.
+    let must_pass = sorted.get(allowed).copied().unwrap_or(0.0);
+    let step = 10f64.powi(-decimals);
+    let rounded = ((must_pass / step).floor() + 1.0) * step;
+    Some(rounded.clamp(step, 1.0 - step))
+}
+
+/// `scores` must be held out already (out-of-fold head probabilities). `benign[i]` marks rows of
+/// benign traffic (their label is false). `None` without benign rows.
+pub fn choose_threshold_for_budget(
+    scores: &[f64],
+    labels: &[bool],
+    benign: &[bool],
+    budget: f64,
+    folds: usize,
+    decimals: i32,
+) -> Option<BudgetChoice> {
+    let folds = folds.max(2);
+    let benign_of = |rows: &mut dyn Iterator<Item = usize>| -> Vec<f64> {
+        rows.filter(|&i| benign[i]).map(|i| scores[i]).collect()
+    };
+    let threshold = threshold_for_budget(&benign_of(&mut (0..scores.len())), budget, decimals)?;
+    // Benign rows go round the folds in order, and so do the other rows of each class.
+    let mut seen = [0usize; 3];
+    let fold_of: Vec<usize> = (0..scores.len())
+        .map(|i| {
+            let class = if benign[i] { 2 } else { usize::from(labels[i]) };
             seen[class] += 1;
             (seen[class] - 1) % folds
         })
         .collect();
     let mut pooled = Confusion::default();
+    let (mut benign_flagged, mut benign_rows) = (0usize, 0usize);
     for fold in 0..folds {
-        let (mut train_scores, mut train_labels) = (Vec::new(), Vec::new());
-        for i in (0..scores.len()).filter(|&i| fold_of[i] != fold) {
-            train_scores.push(scores[i]);
-            train_labels.push(labels[i]);
-        }
-        let threshold = best_f1_threshold(&train_scores, &train_labels)
-            .map(|b| b.threshold)
-            .unwrap_or(current);
-        let (mut held_scores, mut held_labels) = (Vec::new(), Vec::new());
-        for i in (0..scores.len()).filter(|&i| fold_of[i] == fold) {
-            held_scores.push(scores[i]);
-            held_labels.push(labels[i]);
-        }
-        let c = Confusion::at(&held_scores, &held_labels, threshold);
+        let chosen = threshold_for_budget(
+            &benign_of(&mut (0..scores.len()).filter(|&i| fold_of[i] != fold)),
+            budget,
+            decimals,
+        )
+        .unwrap_or(threshold);
+        let held: Vec<usize> = (0..scores.len()).filter(|&i| fold_of[i] == fold).collect();
+        let held_scores: Vec<f64> = held.iter().map(|&i| scores[i]).collect();
+        let held_labels: Vec<bool> = held.iter().map(|&i| labels[i]).collect();
+        let c = Confusion::at(&held_scores, &held_labels, chosen);
         pooled.true_positives += c.true_positives;
         pooled.false_positives += c.false_positives;
         pooled.true_negatives += c.true_negatives;
         pooled.false_negatives += c.false_negatives;
+        for &i in held.iter().filter(|&&i| benign[i]) {
+            benign_rows += 1;
+            benign_flagged += usize::from(scores[i] >= chosen);
+        }
     }
-    let current_f1 = Confusion::at(scores, labels, current).f1();
-    let tuned_f1 = pooled.f1();
-    Some(ThresholdChoice {
-        current,
-        current_f1,
-        tuned,
-        tuned_f1,
-        keep: matches!((tuned_f1, current_f1), (Some(t), Some(c)) if t > c + KEEP_MARGIN),
+    Some(BudgetChoice {
+        budget,
+        threshold,
+        recall: pooled.recall(),
+        precision: pooled.precision(),
+        f1: pooled.f1(),
+        benign_false_positive_rate: (benign_rows > 0)
+            .then(|| benign_flagged as f64 / benign_rows as f64),
+        benign_rows,
     })
 }
 
@@ -83,37 +102,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shifted_score_scale_gets_a_lower_threshold_that_holds_out_of_fold() {
-        // Positives sit around 0.3, negatives around 0.1: 0.5 flags nothing.
-        let mut scores = Vec::new();
-        let mut labels = Vec::new();
-        for i in 0..40 {
-            scores.push(0.25 + (i % 10) as f64 * 0.01);
-            labels.push(true);
-            scores.push(0.05 + (i % 10) as f64 * 0.01);
-            labels.push(false);
-        }
-        let choice = choose_threshold(&scores, &labels, 0.5, 5).expect("both classes");
-        assert_eq!(choice.current_f1, Some(0.0));
-        assert!(choice.tuned > 0.14 && choice.tuned <= 0.25, "{choice:?}");
-        // One fold never saw the lowest positive score, so it misses it: the honest price of tuning.
-        assert!(
-            choice.tuned_f1.is_some_and(|f| f > 0.9 && f < 1.0),
-            "{choice:?}"
-        );
-        assert!(choice.keep);
+    fn the_budget_threshold_flags_at_most_its_share_of_benign_rows() {
+        // 100 benign scores 0.00 .. 0.99: a 2% budget lets the two highest (0.98, 0.99) through.
+        let benign: Vec<f64> = (0..100).map(|i| f64::from(i) / 100.0).collect();
+        let t = threshold_for_budget(&benign, 0.02, 3).expect("benign rows");
+        assert!((t - 0.971).abs() < 1e-9, "{t}");
+        assert_eq!(benign.iter().filter(|&&s| s >= t).count(), 2);
+        // No budget: just above the highest benign score.
+        assert!((threshold_for_budget(&benign, 0.0, 3).expect("rows") - 0.991).abs() < 1e-9);
+        assert_eq!(threshold_for_budget(&[], 0.02, 3), None);
     }
 
     #[test]
-    fn a_good_threshold_is_kept_and_one_class_gives_nothing() {
-        let scores = [0.9, 0.8, 0.7, 0.2, 0.1, 0.3, 0.95, 0.05, 0.6, 0.4];
-        let labels = [
-            true, true, true, false, false, false, true, false, true, false,
-        ];
-        let choice = choose_threshold(&scores, &labels, 0.5, 2).expect("both classes");
-        assert_eq!(choice.current_f1, Some(1.0));
-        assert!(!choice.keep);
-        assert!(choose_threshold(&[0.1, 0.2], &[false, false], 0.5, 2).is_none());
-        assert!(choose_threshold(&[0.1, 0.2], &[true, true], 0.5, 2).is_none());
+    fn the_budget_choice_is_measured_out_of_fold() {
+        // 200 benign rows spread over [0, 0.5), 50 positives over [0.4, 0.9), 50 other negatives.
+        let mut scores = Vec::new();
+        let (mut labels, mut benign) = (Vec::new(), Vec::new());
+        for i in 0..200 {
+            scores.push(f64::from(i) / 400.0);
+            labels.push(false);
+            benign.push(true);
+        }
+        for i in 0..50 {
+            scores.push(0.4 + f64::from(i) / 100.0);
+            labels.push(true);
+            benign.push(false);
+            scores.push(f64::from(i) / 200.0);
+            labels.push(false);
+            benign.push(false);
+        }
+        let choice =
+            choose_threshold_for_budget(&scores, &labels, &benign, 0.02, 5, 3).expect("benign");
+        assert_eq!(choice.benign_rows, 200);
+        let fpr = choice.benign_false_positive_rate.expect("benign rows");
+        assert!(fpr <= 0.03, "{choice:?}");
+        // Positives from 0.4: those above the benign tail (about 0.49) are caught.
+        let recall = choice.recall.expect("positives");
+        assert!(recall > 0.75 && recall < 0.9, "{choice:?}");
+        assert!(choose_threshold_for_budget(&[0.5], &[true], &[false], 0.02, 5, 3).is_none());
     }
 }

@@ -4,12 +4,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{EngineError, LanguageModel, Prompt, Scores, Segment};
-use aegis_heads::{FeatureKind, Head};
+use aegis_engine::{Encoding, EngineError, LanguageModel, Prompt, Scored, Segment};
+use aegis_heads::Head;
 use serde::Serialize;
 
 use crate::error::{GuardError, Result};
-use crate::heads::{check_binding, load_heads, HEADS_DIR};
+use crate::heads::{
+    check_binding, encoding_prompt, head_input, layers_read, load_heads, HEADS_DIR,
+};
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
 
@@ -37,7 +39,7 @@ impl Status {
 pub enum ScoreSource {
     /// The prompt's P(Yes).
     Prompt,
-    /// A learned head on the model's hidden states.
+    /// A learned head on the shared encoding of the message.
     Head,
 }
 
@@ -49,9 +51,10 @@ pub struct ValidatorResult {
     /// P(violation), in (0, 1): the learned score when the validator has a usable head, else the
     /// prompt's.
     pub score: f32,
-    /// P(Yes) from the prompt, always computed.
-    pub prompt_score: f32,
-    /// The head's calibrated probability, when a head for this model and template exists.
+    /// P(Yes) from the validator's own prompt: computed where the prompt decides, or where it was
+    /// asked for (`Guard::with_prompt_scores`); a head-decided validator skips it otherwise.
+    pub prompt_score: Option<f32>,
+    /// The head's calibrated probability, when a head for this model exists.
     pub learned_score: Option<f32>,
     pub decided_by: ScoreSource,
     pub threshold: f32,
@@ -99,6 +102,7 @@ pub enum RejectionMode {
     Generated { max_tokens: usize },
 }
 
+#[derive(Clone)]
 pub struct Guard {
     model: Arc<dyn LanguageModel>,
     validators: Vec<Validator>,
@@ -107,6 +111,18 @@ pub struct Guard {
     rejection: RejectionMode,
     /// Rejection messages in this language, whatever the message's; detected when `None`.
     language: Option<Language>,
+    /// Run every validator's own prompt, even where a head decides (the workbench's prompt
+    /// column, the try panel, `--prompt-scores`).
+    prompt_scores: bool,
+}
+
+/// What the model said about one message: the shared encoding where a head reads it, and each
+/// validator's prompt score where its prompt ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub encoding: Option<Encoding>,
+    /// Per validator, in validator order; `None` where the prompt did not run.
+    pub prompt_scores: Vec<Option<Scored>>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -127,6 +143,7 @@ impl Guard {
             validators,
             rejection: RejectionMode::default(),
             language: None,
+            prompt_scores: false,
         }
     }
 
@@ -158,19 +175,14 @@ impl Guard {
             .iter()
             .position(|v| v.key == head.validator)
             .ok_or_else(|| refused("no validator has this key".into()))?;
-        check_binding(
-            &head,
-            &self.validators[slot],
-            &self.validators,
-            self.model.info(),
-        )
-        .map_err(refused)?;
+        check_binding(&head, &self.validators[slot], self.model.info()).map_err(refused)?;
         self.heads[slot] = Some(head);
         Ok(self)
     }
 
     /// This guard with `edited` in place of the validator with its key (added when new): an edited
-    /// template tried before it is saved. Heads whose template no longer matches are left out.
+    /// template tried before it is saved. Heads read the shared encoding, not the template, so a
+    /// validator's head stays with it.
     pub fn with_validator(&self, edited: Validator) -> Self {
         let mut validators = self.validators.clone();
         match validators.iter().position(|v| v.key == edited.key) {
@@ -183,7 +195,7 @@ impl Guard {
                 let old = self.validators.iter().position(|o| o.key == v.key)?;
                 self.heads[old]
                     .clone()
-                    .filter(|h| check_binding(h, v, &validators, self.model.info()).is_ok())
+                    .filter(|h| check_binding(h, v, self.model.info()).is_ok())
             })
             .collect();
         Self {
@@ -192,7 +204,20 @@ impl Guard {
             heads,
             rejection: self.rejection,
             language: self.language,
+            prompt_scores: self.prompt_scores,
         }
+    }
+
+    /// Also runs the prompts of head-decided validators, so each verdict reports both scores.
+    /// Costs one prompt per validator; the head still decides.
+    pub fn with_prompt_scores(mut self, on: bool) -> Self {
+        self.prompt_scores = on;
+        self
+    }
+
+    /// Whether every validator's prompt runs (see `with_prompt_scores`).
+    pub fn prompt_scores(&self) -> bool {
+        self.prompt_scores
     }
 
     /// The head scoring each validator, in validator order.
@@ -219,28 +244,70 @@ impl Guard {
         &self.model
     }
 
-    /// Every validator's prompt about `text`, answered in one model call: P(Yes) per validator and
-    /// the hidden states heads read (also what training uses).
-    pub fn analyse(&self, text: &str) -> Result<Scores> {
+    /// What the model says about `text`: the shared encoding if any head reads it, and the
+    /// prompts of the validators that need them (see [`Analysis`]).
+    pub fn analyse(&self, text: &str) -> Result<Analysis> {
         self.analyse_batch(&[text]).remove(0)
     }
 
-    /// `analyse` for several messages in one batched model call; each gets its own result.
-    pub fn analyse_batch(&self, texts: &[&str]) -> Vec<Result<Scores>> {
-        let mut results: Vec<Option<Result<Scores>>> = Vec::with_capacity(texts.len());
+    /// `analyse` for several messages: one batched encoding and one batched scoring call; each
+    /// message gets its own result.
+    pub fn analyse_batch(&self, texts: &[&str]) -> Vec<Result<Analysis>> {
+        let mut results: Vec<Option<Result<Analysis>>> = Vec::with_capacity(texts.len());
         let mut runnable = Vec::new();
-        let mut prompts = Vec::new();
         for (i, text) in texts.iter().enumerate() {
             if text.trim().is_empty() {
                 results.push(Some(Err(GuardError::EmptyText)));
             } else {
                 results.push(None);
                 runnable.push(i);
-                prompts.push(self.validators.iter().map(|v| v.prompt(text)).collect());
             }
         }
-        for (i, scored) in runnable.into_iter().zip(self.model.score_batch(&prompts)) {
-            results[i] = Some(scored.map_err(|e| self.explain_engine_error(e, texts[i])));
+        let layers = layers_read(&self.heads);
+        let prompted: Vec<usize> = (0..self.validators.len())
+            .filter(|&v| self.prompt_scores || self.heads[v].is_none())
+            .collect();
+        let mut encodings: Vec<Option<Result<Encoding>>> = (0..runnable.len()).map(|_| None).collect();
+        if !layers.is_empty() && !runnable.is_empty() {
+            let prompts: Vec<Prompt> = runnable
+                .iter()
+                .map(|&i| encoding_prompt(texts[i]))
+                .collect();
+            for (slot, encoded) in encodings
+                .iter_mut()
+                .zip(self.model.encode_batch(&prompts, &layers))
+            {
+                *slot = Some(encoded.map_err(GuardError::from));
+            }
+        }
+        let mut scores: Vec<Option<Result<Vec<Scored>>>> = (0..runnable.len()).map(|_| None).collect();
+        if !prompted.is_empty() && !runnable.is_empty() {
+            let prompts: Vec<Vec<Prompt>> = runnable
+                .iter()
+                .map(|&i| {
+                    prompted
+                        .iter()
+                        .map(|&v| self.validators[v].prompt(texts[i]))
+                        .collect()
+                })
+                .collect();
+            for (slot, scored) in scores.iter_mut().zip(self.model.score_batch(&prompts)) {
+                *slot = Some(scored.map(|s| s.answers).map_err(GuardError::from));
+            }
+        }
+        for ((&i, encoding), scored) in runnable.iter().zip(encodings).zip(scores) {
+            let analysis = (|| {
+                let encoding = encoding.transpose()?;
+                let mut prompt_scores = vec![None; self.validators.len()];
+                for (&v, answer) in prompted.iter().zip(scored.transpose()?.unwrap_or_default()) {
+                    prompt_scores[v] = Some(answer);
+                }
+                Ok(Analysis {
+                    encoding,
+                    prompt_scores,
+                })
+            })();
+            results[i] = Some(analysis.map_err(|e| self.explain_error(e, texts[i])));
         }
         results
             .into_iter()
@@ -259,44 +326,51 @@ impl Guard {
         self.analyse_batch(texts)
             .into_iter()
             .zip(texts)
-            .map(|(scores, text)| self.verdict(text, &scores?, started))
+            .map(|(analysis, text)| self.verdict(text, &analysis?, started))
             .collect()
     }
 
-    fn verdict(&self, text: &str, scores: &Scores, started: Instant) -> Result<Verdict> {
+    fn verdict(&self, text: &str, analysis: &Analysis, started: Instant) -> Result<Verdict> {
         let results = self
             .validators
             .iter()
             .zip(&self.heads)
-            .zip(&scores.answers)
+            .zip(&analysis.prompt_scores)
             .map(|((v, head), answer)| {
-                let learned_score = match head {
-                    Some(head) => Some(
-                        head.probability(match head.feature {
-                            FeatureKind::MessageMean => &scores.message_mean,
-                            FeatureKind::AnswerHidden => &answer.answer_hidden,
-                        })
-                        .map_err(|e| GuardError::HeadFailed {
-                            key: v.key.clone(),
-                            message: e.to_string(),
-                        })?,
-                    ),
-                    None => None,
+                let head_failed = |message: String| GuardError::HeadFailed {
+                    key: v.key.clone(),
+                    message,
                 };
-                let (score, decided_by) = match learned_score {
-                    Some(learned) => (learned, ScoreSource::Head),
-                    None => (answer.p_yes, ScoreSource::Prompt),
+                let learned = match (head, &analysis.encoding) {
+                    (Some(head), Some(encoding)) => {
+                        let input = head_input(&head.features, encoding).map_err(head_failed)?;
+                        let p = head
+                            .probability(&input)
+                            .map_err(|e| head_failed(e.to_string()))?;
+                        Some((p, encoding.elapsed_ms))
+                    }
+                    (Some(_), None) => {
+                        return Err(head_failed("the message was not encoded".into()))
+                    }
+                    (None, _) => None,
+                };
+                let (score, decided_by, latency_ms) = match (learned, answer) {
+                    (Some((p, ms)), _) => (p, ScoreSource::Head, ms),
+                    (None, Some(answer)) => (answer.p_yes, ScoreSource::Prompt, answer.elapsed_ms),
+                    (None, None) => {
+                        return Err(head_failed("neither a head nor its prompt scored it".into()))
+                    }
                 };
                 Ok(ValidatorResult {
                     key: v.key.clone(),
                     name: v.name.clone(),
                     score,
-                    prompt_score: answer.p_yes,
-                    learned_score,
+                    prompt_score: answer.as_ref().map(|a| a.p_yes),
+                    learned_score: learned.map(|(p, _)| p),
                     decided_by,
                     threshold: v.threshold,
                     passed: score < v.threshold,
-                    latency_ms: answer.elapsed_ms,
+                    latency_ms,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -346,17 +420,17 @@ impl Guard {
     }
 
     /// Turns the engine's "prompt too long" into one about the message, with both lengths.
-    fn explain_engine_error(&self, error: EngineError, text: &str) -> GuardError {
+    fn explain_error(&self, error: GuardError, text: &str) -> GuardError {
         match error {
-            EngineError::ContextExceeded {
+            GuardError::Engine(EngineError::ContextExceeded {
                 prompt_tokens,
                 limit,
-            } => GuardError::TooLong {
+            }) => GuardError::TooLong {
                 message_tokens: self.model.count_user_tokens(text).unwrap_or(0),
                 prompt_tokens,
                 limit,
             },
-            other => GuardError::Engine(other),
+            other => other,
         }
     }
 

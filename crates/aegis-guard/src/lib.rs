@@ -12,14 +12,18 @@ mod training;
 pub use compat::{ChatResponse, Step, ValidateResponse};
 pub use error::{GuardError, Result};
 pub use guard::{
-    Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
+    Analysis, Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion,
+    ValidatorResult, Verdict,
 };
-pub use heads::{check_binding, feature_template_hash, head_path, load_heads, HEADS_DIR};
+pub use heads::{
+    check_binding, encoding_context_hash, encoding_prompt, head_input, head_path, layers_read,
+    load_heads, ENCODING_PREAMBLE, HEADS_DIR,
+};
 pub use language::Language;
 pub use template::{load_validators, LoadedValidators, Rejection, Validator, PLACEHOLDER};
 pub use training::{
-    message_features, train_validator, FeatureCache, LabelledMessage, MessageFeatures,
-    ScoringQuality, ValidatorTraining,
+    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
+    MessageFeatures, ScoringQuality, ValidatorTraining,
 };
 
 #[cfg(test)]

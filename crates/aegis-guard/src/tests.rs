@@ -2,18 +2,24 @@
 //! The real model is exercised by the CLI's integration tests.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use aegis_engine::{EngineError, LanguageModel, ModelInfo, Prompt, Scored, Scores, Segment};
-use aegis_heads::{CvMetrics, FeatureKind, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
+use aegis_engine::{
+    Encoding, EngineError, LanguageModel, ModelInfo, Prompt, Scored, Scores, Segment,
+};
+use aegis_heads::{CvMetrics, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
 
 use crate::*;
 
-/// Answers each prompt with a fixed score chosen by the validator's question.
+/// Answers each prompt with a fixed score chosen by the validator's question; encodes a message
+/// as its word count (layer 1) or its length in bytes (layer 2), beside a constant 1.
 struct FakeModel {
     info: ModelInfo,
     scores: Vec<(&'static str, f32)>,
     generated: Option<&'static str>,
+    prompts_run: AtomicUsize,
+    encodings_run: AtomicUsize,
 }
 
 impl FakeModel {
@@ -25,10 +31,13 @@ impl FakeModel {
                 device: "cpu".into(),
                 weight_format: "f32".into(),
                 context_length: 64,
+                layers: 2,
                 synthetic: false,
             },
             scores,
             generated: None,
+            prompts_run: AtomicUsize::new(0),
+            encodings_run: AtomicUsize::new(0),
         }
     }
 }
@@ -53,6 +62,7 @@ impl LanguageModel for FakeModel {
         Ok(text_of(prompt).split_whitespace().count())
     }
     fn score(&self, prompts: &[Prompt]) -> aegis_engine::Result<Scores> {
+        self.prompts_run.fetch_add(prompts.len(), Ordering::Relaxed);
         let answers = prompts
             .iter()
             .map(|p| {
@@ -73,27 +83,52 @@ impl LanguageModel for FakeModel {
                 Ok(Scored {
                     p_yes,
                     elapsed_ms: 1.0,
-                    // The answer position "sees" the prompt's score; the message mean sees the
-                    // message's length. Enough for heads to have something to read.
-                    answer_hidden: vec![p_yes, 1.0],
                 })
             })
             .collect::<aegis_engine::Result<Vec<_>>>()?;
-        let words = prompts
-            .first()
+        Ok(Scores { answers })
+    }
+    fn encode_batch(
+        &self,
+        prompts: &[Prompt],
+        layers: &[usize],
+    ) -> Vec<aegis_engine::Result<Encoding>> {
+        prompts
+            .iter()
             .map(|p| {
-                p.iter()
+                self.encodings_run.fetch_add(1, Ordering::Relaxed);
+                let tokens = self.count_prompt_tokens(p)?;
+                if tokens > self.info.context_length {
+                    return Err(EngineError::ContextExceeded {
+                        prompt_tokens: tokens,
+                        limit: self.info.context_length,
+                    });
+                }
+                let user: String = p
+                    .iter()
                     .filter_map(|s| match s {
-                        Segment::User(t) => Some(t.split_whitespace().count()),
+                        Segment::User(t) => Some(t.as_str()),
                         Segment::Template(_) => None,
                     })
-                    .sum::<usize>()
+                    .collect();
+                let means = layers
+                    .iter()
+                    .map(|&layer| match layer {
+                        1 => Ok(vec![user.split_whitespace().count() as f32, 1.0]),
+                        2 => Ok(vec![user.len() as f32, 1.0]),
+                        other => Err(EngineError::UnknownLayer {
+                            layer: other,
+                            layers: 2,
+                        }),
+                    })
+                    .collect::<aegis_engine::Result<_>>()?;
+                Ok(Encoding {
+                    layers: layers.to_vec(),
+                    means,
+                    elapsed_ms: 0.5,
+                })
             })
-            .unwrap_or(0);
-        Ok(Scores {
-            answers,
-            message_mean: vec![words as f32, 1.0],
-        })
+            .collect()
     }
     fn generate(
         &self,
@@ -237,21 +272,18 @@ fn a_folder_with_no_usable_template_is_refused() {
     assert!(err.contains("no usable validator templates"), "{err}");
 }
 
-fn head(key: &str, feature: FeatureKind, weights: Vec<f32>, bias: f32, g: &Guard) -> Head {
-    let slot = g
-        .validators()
-        .iter()
-        .position(|v| v.key == key)
-        .expect("key");
+fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
     Head {
         format: HEAD_FORMAT,
         validator: key.into(),
-        feature,
+        features: Features {
+            layers,
+            context_hash: encoding_context_hash(),
+        },
         model: ModelBinding {
             id: "fake".into(),
             content_hash: "0".repeat(64),
         },
-        template_hash: feature_template_hash(feature, &g.validators()[slot], g.validators()),
         training: TrainingRecord {
             data_sha256: String::new(),
             rows: 0,
@@ -274,15 +306,16 @@ fn head(key: &str, feature: FeatureKind, weights: Vec<f32>, bias: f32, g: &Guard
 }
 
 #[test]
-fn a_head_decides_its_validator_and_both_scores_are_reported() {
+fn a_head_decides_its_validator_from_the_shared_encoding_and_its_prompt_is_skipped() {
     let g = guard(FakeModel::new(vec![]));
     // Long messages are "spam" to this head: p = sigmoid(words - 3).
-    let spam_head = head("spam", FeatureKind::MessageMean, vec![1.0, -3.0], 0.0, &g);
-    let g = g.with_head(spam_head).expect("binding matches");
+    let g = g
+        .with_head(head("spam", vec![1], vec![1.0, -3.0], 0.0))
+        .expect("binding matches");
     let long = g.check("one two three four five six seven").expect("check");
     let spam = &long.results[0];
     assert_eq!(spam.decided_by, ScoreSource::Head);
-    assert_eq!(spam.prompt_score, 0.1);
+    assert_eq!(spam.prompt_score, None, "the head decides; its prompt did not run");
     let learned = spam.learned_score.expect("learned");
     assert!((learned - 0.982).abs() < 1e-3, "{learned}");
     assert_eq!(spam.score, learned);
@@ -291,33 +324,66 @@ fn a_head_decides_its_validator_and_both_scores_are_reported() {
         .iter()
         .all(|r| r.decided_by == ScoreSource::Prompt
             && r.learned_score.is_none()
-            && r.score == r.prompt_score));
+            && Some(r.score) == r.prompt_score));
     let short = g.check("hi").expect("check");
     assert!(short.results[0].score > 0.0 && short.results[0].score < 0.5);
     assert_eq!(short.status, Status::Passed);
 }
 
 #[test]
-fn answer_position_heads_read_their_own_prompt() {
-    let g = guard(FakeModel::new(vec![("Is it toxic?", 0.8)]));
-    let toxic_head = head(
-        "toxic",
-        FeatureKind::AnswerHidden,
-        vec![10.0, -5.0],
-        0.0,
-        &g,
+fn head_decided_validators_share_one_encoding_and_prompts_run_only_where_asked() {
+    let model = Arc::new(FakeModel::new(vec![("Is it toxic?", 0.8)]));
+    let mut g = Guard::new(
+        model.clone(),
+        vec![
+            validator("spam", 1),
+            validator("toxic", 2),
+            validator("harassment", 3),
+            validator("financial_advice", 4),
+        ],
     );
-    let g = g.with_head(toxic_head).expect("binding matches");
-    let verdict = g.check("whatever").expect("check");
-    // sigmoid(10 * 0.8 - 5) = sigmoid(3)
-    let learned = verdict.results[1].learned_score.expect("learned");
-    assert!((learned - 0.9526).abs() < 1e-3, "{learned}");
+    for key in ["spam", "toxic", "harassment", "financial_advice"] {
+        // Reads layer 2 then layer 1: bytes - words.
+        g = g
+            .with_head(head(key, vec![2, 1], vec![1.0, 0.0, -1.0, 0.0], -3.0))
+            .expect("binding");
+    }
+    let verdict = g.check("ab cd").expect("check");
+    assert_eq!(model.encodings_run.load(Ordering::Relaxed), 1);
+    assert_eq!(model.prompts_run.load(Ordering::Relaxed), 0);
+    // sigmoid(5 - 2 - 3) = 0.5 for every validator: one encoding, four heads.
+    assert!(verdict
+        .results
+        .iter()
+        .all(|r| (r.score - 0.5).abs() < 1e-6 && r.prompt_score.is_none()));
+
+    let both = g.with_prompt_scores(true).check("ab cd").expect("check");
+    assert_eq!(model.prompts_run.load(Ordering::Relaxed), 4);
+    let toxic = &both.results[1];
+    assert_eq!(toxic.decided_by, ScoreSource::Head);
+    assert_eq!(toxic.prompt_score, Some(0.8));
+    assert!((toxic.score - 0.5).abs() < 1e-6, "the head still decides");
 }
 
 #[test]
-fn heads_for_another_model_or_template_are_refused_with_the_reason() {
-    let g = guard(FakeModel::new(vec![]));
-    let mut other_model = head("spam", FeatureKind::MessageMean, vec![1.0, 0.0], 0.0, &g);
+fn editing_a_policy_keeps_its_head() {
+    let g = guard(FakeModel::new(vec![]))
+        .with_head(head("toxic", vec![1], vec![0.0, 4.0], 0.0))
+        .expect("binding");
+    let edited = Validator::parse(
+        Path::new("toxic.txt"),
+        "---\nname: toxic\norder: 2\nrejection:\n  id: Maaf.\n  en: Sorry.\n---\nA whole new policy about {{message}}\n",
+    )
+    .expect("valid template");
+    let tried = g.with_validator(edited);
+    assert!(tried.heads()[1].is_some());
+    let verdict = tried.check("hello").expect("check");
+    assert_eq!(verdict.results[1].decided_by, ScoreSource::Head);
+}
+
+#[test]
+fn heads_for_another_model_or_preamble_are_refused_with_the_reason() {
+    let mut other_model = head("spam", vec![1], vec![1.0, 0.0], 0.0);
     other_model.model = ModelBinding {
         id: "gemma-3-4b-it".into(),
         content_hash: "f".repeat(64),
@@ -335,16 +401,20 @@ fn heads_for_another_model_or_template_are_refused_with_the_reason() {
         "{err}"
     );
 
-    let mut stale = head("toxic", FeatureKind::AnswerHidden, vec![1.0, 0.0], 0.0, &g);
-    stale.template_hash = "0".repeat(64);
+    let mut stale = head("toxic", vec![1], vec![1.0, 0.0], 0.0);
+    stale.features.context_hash = "0".repeat(64);
     let err = guard(FakeModel::new(vec![]))
         .with_head(stale)
         .unwrap_err()
         .to_string();
-    assert!(
-        err.contains("the prompt text changed since it was trained"),
-        "{err}"
-    );
+    assert!(err.contains("another encoding preamble"), "{err}");
+
+    let too_deep = head("toxic", vec![9], vec![1.0, 0.0], 0.0);
+    let err = guard(FakeModel::new(vec![]))
+        .with_head(too_deep)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("reads layer 9"), "{err}");
 
     // From a folder: the warning comes back beside the guard, and the prompt decides.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -382,18 +452,9 @@ fn a_matching_head_in_the_folder_is_used() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_template(dir.path(), "spam", 1);
     write_template(dir.path(), "toxic", 2);
-    let (plain, warnings) =
-        Guard::from_dir(Arc::new(FakeModel::new(vec![])), dir.path()).expect("guard");
-    assert!(warnings.is_empty());
-    head(
-        "toxic",
-        FeatureKind::MessageMean,
-        vec![0.0, 4.0],
-        0.0,
-        &plain,
-    )
-    .save(&head_path(dir.path(), "toxic"))
-    .expect("save");
+    head("toxic", vec![1], vec![0.0, 4.0], 0.0)
+        .save(&head_path(dir.path(), "toxic"))
+        .expect("save");
     let (with_head, warnings) =
         Guard::from_dir(Arc::new(FakeModel::new(vec![])), dir.path()).expect("guard");
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -1,19 +1,20 @@
-//! Training validators' heads from labelled messages: features from the guard's own forward pass
-//! (cached on disk, since they cost a model call per message), then one head per validator.
+//! Training validators' heads from labelled messages: the shared encoding's mean after every layer
+//! (cached on disk, since it costs a model call per message), then per validator the layers that
+//! cross-validate best and a head on them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use aegis_heads::{
-    cv_metrics, metrics_by_language, train, CvMetrics, Example, FeatureKind, Head, ModelBinding,
-    TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
+    cv_metrics, layers_label, metrics_by_language, train, CvMetrics, Example, Features, Head,
+    ModelBinding, TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
-use crate::heads::feature_template_hash;
+use crate::heads::{encoding_context_hash, encoding_prompt, ENCODING_PREAMBLE};
 use crate::language::Language;
 use crate::template::hex_sha256;
 
@@ -41,69 +42,66 @@ impl LabelledMessage {
     pub fn label(&self, key: &str) -> Option<bool> {
         self.labels.get(key).copied().flatten()
     }
+
+    /// Benign traffic: labelled for something, and every label false (none unknown).
+    pub fn is_benign(&self) -> bool {
+        !self.labels.is_empty() && self.labels.values().all(|l| *l == Some(false))
+    }
 }
 
-/// What one forward pass over a message gives every validator of a guard.
+/// What training reads of one message: the shared encoding's mean after every layer, and (when
+/// asked for) each validator's prompt score, to report the prompt's own quality beside the heads'.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageFeatures {
+    /// `layers[i]` is the mean after layer `i + 1`.
+    pub layers: Vec<Vec<f32>>,
     /// P(Yes) per validator, in the guard's validator order.
-    pub prompt_scores: Vec<f32>,
-    pub message_mean: Vec<f32>,
-    /// Per validator, in the guard's validator order.
-    pub answer_hidden: Vec<Vec<f32>>,
+    pub prompt_scores: Option<Vec<f32>>,
 }
 
 impl MessageFeatures {
-    pub fn of_kind(&self, kind: FeatureKind, validator: usize) -> &[f32] {
-        match kind {
-            FeatureKind::MessageMean => &self.message_mean,
-            FeatureKind::AnswerHidden => &self.answer_hidden[validator],
-        }
-    }
-
-    const MAGIC: &'static [u8; 8] = b"AEGISF01";
-
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Self::MAGIC.to_vec();
-        out.extend((self.prompt_scores.len() as u32).to_le_bytes());
-        out.extend((self.message_mean.len() as u32).to_le_bytes());
-        let floats = self
-            .prompt_scores
+    /// The head input for `layers`: their means concatenated in order.
+    pub fn input(&self, layers: &[usize]) -> Vec<f32> {
+        layers
             .iter()
-            .chain(&self.message_mean)
-            .chain(self.answer_hidden.iter().flatten());
-        for v in floats {
-            out.extend(v.to_le_bytes());
-        }
-        out
-    }
-
-    fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        let rest = bytes.strip_prefix(Self::MAGIC.as_slice())?;
-        let read_u32 = |at: usize| -> Option<usize> {
-            Some(u32::from_le_bytes(rest.get(at..at + 4)?.try_into().ok()?) as usize)
-        };
-        let (validators, width) = (read_u32(0)?, read_u32(4)?);
-        let floats: Vec<f32> = rest
-            .get(8..)?
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        if floats.len() != validators + width * (1 + validators) {
-            return None;
-        }
-        let (prompt_scores, rest) = floats.split_at(validators);
-        let (message_mean, rest) = rest.split_at(width);
-        Some(Self {
-            prompt_scores: prompt_scores.to_vec(),
-            message_mean: message_mean.to_vec(),
-            answer_hidden: rest.chunks(width.max(1)).map(<[f32]>::to_vec).collect(),
-        })
+            .flat_map(|&l| self.layers[l - 1].iter().copied())
+            .collect()
     }
 }
 
-/// Features on disk, keyed by the model's weights, the templates' prompt text and the message, so
-/// retraining after a label fix or on more data only runs the model on new messages.
+const LAYERS_MAGIC: &[u8; 8] = b"AEGISL01";
+const PROMPTS_MAGIC: &[u8; 8] = b"AEGISP01";
+
+fn floats_to_bytes(magic: &[u8; 8], rows: &[Vec<f32>]) -> Vec<u8> {
+    let mut out = magic.to_vec();
+    out.extend((rows.len() as u32).to_le_bytes());
+    out.extend((rows.first().map_or(0, Vec::len) as u32).to_le_bytes());
+    for v in rows.iter().flatten() {
+        out.extend(v.to_le_bytes());
+    }
+    out
+}
+
+fn floats_from_bytes(magic: &[u8; 8], bytes: &[u8]) -> Option<Vec<Vec<f32>>> {
+    let rest = bytes.strip_prefix(magic.as_slice())?;
+    let read_u32 = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(rest.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let (rows, width) = (read_u32(0)?, read_u32(4)?);
+    let floats: Vec<f32> = rest
+        .get(8..)?
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if floats.len() != rows * width || width == 0 {
+        return None;
+    }
+    Some(floats.chunks(width).map(<[f32]>::to_vec).collect())
+}
+
+/// Features on disk, keyed by the model's weights, the encoding preamble (and for prompt scores
+/// the templates' text) and the message, so retraining after a label fix or on more data only
+/// runs the model on new messages.
 #[derive(Debug, Clone)]
 pub struct FeatureCache {
     dir: PathBuf,
@@ -114,11 +112,15 @@ impl FeatureCache {
         Self { dir: dir.into() }
     }
 
-    fn path(&self, guard: &Guard, text: &str) -> PathBuf {
+    fn path(&self, guard: &Guard, text: &str, prompts: bool) -> PathBuf {
         let mut hasher = Sha256::new();
         hasher.update(guard.model().info().content_hash.as_bytes());
-        for v in guard.validators() {
-            hasher.update(v.body_hash().as_bytes());
+        if prompts {
+            for v in guard.validators() {
+                hasher.update(v.body_hash().as_bytes());
+            }
+        } else {
+            hasher.update(ENCODING_PREAMBLE.as_bytes());
         }
         hasher.update(text.as_bytes());
         let key: String = hasher
@@ -126,21 +128,22 @@ impl FeatureCache {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        self.dir.join(&key[..2]).join(format!("{key}.bin"))
+        let kind = if prompts { "p" } else { "l" };
+        self.dir.join(&key[..2]).join(format!("{key}.{kind}.bin"))
     }
 
-    fn get(&self, path: &Path) -> Option<MessageFeatures> {
-        MessageFeatures::from_bytes(&std::fs::read(path).ok()?)
+    fn get(&self, path: &Path, magic: &[u8; 8]) -> Option<Vec<Vec<f32>>> {
+        floats_from_bytes(magic, &std::fs::read(path).ok()?)
     }
 
     /// Best effort: a cache that cannot be written only costs time later.
-    fn put(&self, path: &Path, features: &MessageFeatures) {
+    fn put(&self, path: &Path, magic: &[u8; 8], rows: &[Vec<f32>]) {
         let write = || -> std::io::Result<()> {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
             let partial = path.with_extension("partial");
-            std::fs::write(&partial, features.to_bytes())?;
+            std::fs::write(&partial, floats_to_bytes(magic, rows))?;
             std::fs::rename(&partial, path)
         };
         if let Err(e) = write() {
@@ -149,34 +152,75 @@ impl FeatureCache {
     }
 }
 
-/// The features of one message, from the cache when it has them.
+/// The features of several messages (from the cache where it has them), the model run on the
+/// rest in one batch. `prompts`: also each validator's prompt score.
 pub fn message_features(
     guard: &Guard,
-    text: &str,
+    texts: &[&str],
     cache: Option<&FeatureCache>,
-) -> Result<MessageFeatures> {
-    let cached_at = cache.map(|c| (c, c.path(guard, text)));
-    if let Some((cache, path)) = &cached_at {
-        if let Some(features) = cache.get(path) {
-            if features.prompt_scores.len() == guard.validators().len() {
-                return Ok(features);
+    prompts: bool,
+) -> Vec<Result<MessageFeatures>> {
+    let layers: Vec<usize> = (1..=guard.model().info().layers).collect();
+    let mut encoded: Vec<Option<Result<Vec<Vec<f32>>>>> = texts
+        .iter()
+        .map(|t| {
+            let cache = cache?;
+            let rows = cache.get(&cache.path(guard, t, false), LAYERS_MAGIC)?;
+            (rows.len() == layers.len()).then_some(Ok(rows))
+        })
+        .collect();
+    let missing: Vec<usize> = (0..texts.len()).filter(|&i| encoded[i].is_none()).collect();
+    if !missing.is_empty() {
+        let batch: Vec<_> = missing.iter().map(|&i| encoding_prompt(texts[i])).collect();
+        for (&i, result) in missing
+            .iter()
+            .zip(guard.model().encode_batch(&batch, &layers))
+        {
+            encoded[i] = Some(result.map(|e| e.means).map_err(GuardError::from));
+            if let (Some(cache), Some(Ok(rows))) = (cache, &encoded[i]) {
+                cache.put(&cache.path(guard, texts[i], false), LAYERS_MAGIC, rows);
             }
         }
     }
-    let scores = guard.analyse(text)?;
-    let features = MessageFeatures {
-        prompt_scores: scores.answers.iter().map(|a| a.p_yes).collect(),
-        message_mean: scores.message_mean,
-        answer_hidden: scores
-            .answers
-            .into_iter()
-            .map(|a| a.answer_hidden)
-            .collect(),
-    };
-    if let Some((cache, path)) = &cached_at {
-        cache.put(path, &features);
+    texts
+        .iter()
+        .zip(encoded)
+        .map(|(text, layers)| {
+            let layers = layers.unwrap_or(Err(GuardError::EmptyText))?;
+            let prompt_scores = if prompts {
+                Some(prompt_scores(guard, text, cache)?)
+            } else {
+                None
+            };
+            Ok(MessageFeatures {
+                layers,
+                prompt_scores,
+            })
+        })
+        .collect()
+}
+
+fn prompt_scores(guard: &Guard, text: &str, cache: Option<&FeatureCache>) -> Result<Vec<f32>> {
+    let path = cache.map(|c| (c, c.path(guard, text, true)));
+    if let Some((cache, path)) = &path {
+        if let Some(mut rows) = cache.get(path, PROMPTS_MAGIC) {
+            if rows.len() == 1 && rows[0].len() == guard.validators().len() {
+                return Ok(rows.remove(0));
+            }
+        }
     }
-    Ok(features)
+    let prompts: Vec<_> = guard.validators().iter().map(|v| v.prompt(text)).collect();
+    let scores: Vec<f32> = guard
+        .model()
+        .score(&prompts)?
+        .answers
+        .iter()
+        .map(|a| a.p_yes)
+        .collect();
+    if let Some((cache, path)) = &path {
+        cache.put(path, PROMPTS_MAGIC, std::slice::from_ref(&scores));
+    }
+    Ok(scores)
 }
 
 /// Cross-validated quality of one way of scoring a validator.
@@ -190,12 +234,28 @@ pub struct ScoringQuality {
 #[derive(Debug, Clone)]
 pub struct ValidatorTraining {
     pub key: String,
-    /// The prompt's P(Yes) on the same rows (no training, so no folds needed).
-    pub prompt: ScoringQuality,
-    /// Each feature kind tried, with its cross-validated head.
-    pub tried: Vec<(FeatureKind, Trained)>,
-    /// The head to ship: the kind with the best cross-validated ROC AUC.
+    /// The prompt's P(Yes) on the same rows, when prompt scores were computed (no training, so
+    /// no folds needed).
+    pub prompt: Option<ScoringQuality>,
+    /// Each candidate set of layers, cross-validated at the screening strength.
+    pub tried: Vec<(Vec<usize>, Trained)>,
+    /// The chosen layers, retrained with the strength chosen by cross-validation.
+    pub chosen: Trained,
+    /// The head to ship.
     pub head: Head,
+    /// Whether each training row (in order) is benign traffic: every label of the row false.
+    pub benign: Vec<bool>,
+    /// The training rows' labels, in order.
+    pub labels: Vec<bool>,
+}
+
+/// How `train_validator` searches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerSearch {
+    /// Candidate layer sets (each one layer, or a concatenation).
+    pub candidates: Vec<Vec<usize>>,
+    /// L2 strength the candidates are compared at; the winner then gets the full search.
+    pub screen_alpha: f64,
 }
 
 /// Trains the head of validator `key` on the messages labelled for it (`None` labels skipped).
@@ -205,7 +265,7 @@ pub fn train_validator(
     key: &str,
     messages: &[LabelledMessage],
     features: &[MessageFeatures],
-    kinds: &[FeatureKind],
+    search: &LayerSearch,
     options: &TrainOptions,
 ) -> Result<ValidatorTraining> {
     let failed = |message: String| GuardError::Training {
@@ -217,7 +277,17 @@ pub fn train_validator(
         .iter()
         .position(|v| v.key == key)
         .ok_or_else(|| failed("no validator template has this key".into()))?;
-    let validator = &guard.validators()[slot];
+    let layer_count = guard.model().info().layers;
+    if let Some(bad) = search
+        .candidates
+        .iter()
+        .flatten()
+        .find(|&&l| l == 0 || l > layer_count)
+    {
+        return Err(failed(format!(
+            "no layer {bad}: the model has layers 1 to {layer_count}"
+        )));
+    }
     let rows: Vec<(&LabelledMessage, &MessageFeatures, bool)> = messages
         .iter()
         .zip(features)
@@ -225,64 +295,77 @@ pub fn train_validator(
         .collect();
     let languages: Vec<String> = rows.iter().map(|(m, _, _)| m.language()).collect();
     let labels: Vec<bool> = rows.iter().map(|(_, _, l)| *l).collect();
-    let prompt_scores: Vec<f64> = rows
+    let prompt = rows
         .iter()
-        .map(|(_, f, _)| f64::from(f.prompt_scores[slot]))
-        .collect();
-    let prompt = quality(&prompt_scores, &labels, &languages);
-
-    let mut tried = Vec::new();
-    for &kind in kinds {
-        let examples: Vec<Example> = rows
-            .iter()
+        .map(|(_, f, _)| {
+            f.prompt_scores
+                .as_ref()
+                .map(|scores| f64::from(scores[slot]))
+        })
+        .collect::<Option<Vec<f64>>>()
+        .map(|scores| quality(&scores, &labels, &languages));
+    let examples = |layers: &[usize]| -> Vec<Example> {
+        rows.iter()
             .zip(&languages)
             .map(|((_, f, label), language)| Example {
-                features: f.of_kind(kind, slot).to_vec(),
+                features: f.input(layers),
                 label: *label,
                 language: language.clone(),
             })
-            .collect();
-        let trained = train(&examples, options).map_err(|e| failed(e.to_string()))?;
-        tried.push((kind, trained));
+            .collect()
+    };
+    let screen = TrainOptions {
+        alphas: vec![search.screen_alpha],
+        ..options.clone()
+    };
+    let mut tried = Vec::new();
+    for layers in &search.candidates {
+        let trained = train(&examples(layers), &screen).map_err(|e| failed(e.to_string()))?;
+        tracing::info!(validator = key, layers = %layers_label(layers), auc = ?trained.cv.roc_auc, "layer candidate");
+        tried.push((layers.clone(), trained));
     }
-    // Best cross-validated AUC; on a tie the earlier kind (message mean survives policy edits).
-    let (kind, best) = tried
+    // Best cross-validated AUC; on a tie the earlier candidate.
+    let best_layers = tried
         .iter()
-        .fold(
-            None::<&(FeatureKind, Trained)>,
-            |best, candidate| match best {
-                Some(b) if b.1.cv.roc_auc >= candidate.1.cv.roc_auc => Some(b),
-                _ => Some(candidate),
-            },
-        )
-        .ok_or_else(|| failed("no feature kind to train on".into()))?;
+        .fold(None::<&(Vec<usize>, Trained)>, |best, candidate| match best {
+            Some(b) if b.1.cv.roc_auc >= candidate.1.cv.roc_auc => Some(b),
+            _ => Some(candidate),
+        })
+        .map(|(layers, _)| layers.clone())
+        .ok_or_else(|| failed("no candidate layers to train on".into()))?;
+    let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
     let info = guard.model().info();
     let head = Head {
         format: HEAD_FORMAT,
         validator: key.to_string(),
-        feature: *kind,
+        features: Features {
+            layers: best_layers,
+            context_hash: encoding_context_hash(),
+        },
         model: ModelBinding {
             id: info.id.clone(),
             content_hash: info.content_hash.clone(),
         },
-        template_hash: feature_template_hash(*kind, validator, guard.validators()),
         training: TrainingRecord {
             data_sha256: rows_hash(rows.iter().map(|(m, _, l)| (m.text.as_str(), *l))),
             rows: rows.len(),
             positives: labels.iter().filter(|&&l| l).count(),
-            alpha: best.alpha,
-            folds: best.folds,
-            cv: best.cv.clone(),
-            cv_by_language: best.cv_by_language.clone(),
+            alpha: chosen.alpha,
+            folds: chosen.folds,
+            cv: chosen.cv.clone(),
+            cv_by_language: chosen.cv_by_language.clone(),
         },
-        weights: best.weights.clone(),
-        bias: best.bias,
+        weights: chosen.weights.clone(),
+        bias: chosen.bias,
     };
     Ok(ValidatorTraining {
         key: key.to_string(),
         prompt,
         tried,
+        chosen,
         head,
+        benign: rows.iter().map(|(m, _, _)| m.is_benign()).collect(),
+        labels,
     })
 }
 
@@ -312,15 +395,21 @@ mod tests {
 
     #[test]
     fn features_round_trip_through_the_cache_format() {
+        let rows = vec![vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]];
+        let bytes = floats_to_bytes(LAYERS_MAGIC, &rows);
+        assert_eq!(floats_from_bytes(LAYERS_MAGIC, &bytes), Some(rows));
+        assert_eq!(floats_from_bytes(LAYERS_MAGIC, &bytes[..bytes.len() - 4]), None);
+        assert_eq!(floats_from_bytes(PROMPTS_MAGIC, &bytes), None);
+        assert_eq!(floats_from_bytes(LAYERS_MAGIC, b"garbage"), None);
+    }
+
+    #[test]
+    fn head_inputs_concatenate_layers_in_order() {
         let features = MessageFeatures {
-            prompt_scores: vec![0.25, 0.5],
-            message_mean: vec![1.0, 2.0, 3.0],
-            answer_hidden: vec![vec![4.0, 5.0, 6.0], vec![7.0, 8.0, 9.0]],
+            layers: vec![vec![1.0], vec![2.0], vec![3.0]],
+            prompt_scores: None,
         };
-        let bytes = features.to_bytes();
-        assert_eq!(MessageFeatures::from_bytes(&bytes), Some(features));
-        assert_eq!(MessageFeatures::from_bytes(&bytes[..bytes.len() - 4]), None);
-        assert_eq!(MessageFeatures::from_bytes(b"garbage"), None);
+        assert_eq!(features.input(&[3, 1]), vec![3.0, 1.0]);
     }
 
     #[test]
@@ -333,5 +422,11 @@ mod tests {
         assert_eq!(row.label("toxic"), None);
         assert_eq!(row.label("harassment"), None);
         assert_eq!(row.language(), "id");
+        assert!(!row.is_benign(), "an unknown label is not a benign row");
+        let benign: LabelledMessage = serde_json::from_str(
+            r#"{"text":"makasih kak","labels":{"spam":false,"toxic":false}}"#,
+        )
+        .expect("valid row");
+        assert!(benign.is_benign());
     }
 }

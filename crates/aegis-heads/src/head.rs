@@ -1,5 +1,5 @@
 //! The head artefact: a JSON file next to its validator's template, bound to one model and to the
-//! template text its features depend on.
+//! preamble the message is encoded after (never to the policy text: heads do not read it).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,49 +8,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HeadError, Result};
 
-/// Version of the file layout; a reader refuses layouts it does not know.
-pub const HEAD_FORMAT: u32 = 1;
+/// Version of the file layout; a reader refuses layouts it does not know. Format 1 heads read
+/// the final hidden state inside a validator's own prompt; format 2 heads read chosen layers of
+/// one shared encoding of the message.
+pub const HEAD_FORMAT: u32 = 2;
 
-/// Which hidden state a head reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum FeatureKind {
-    /// Mean of the final hidden states over the message's tokens. Shared by every validator (the
-    /// message is encoded once), and depends only on the template text before the message.
-    MessageMean,
-    /// Final hidden state at the answer position of the validator's own prompt: conditioned on
-    /// its policy text, so it depends on the whole template.
-    AnswerHidden,
+/// What a head reads: the mean over the message's tokens of the hidden state after each of
+/// `layers`, concatenated in that order, with the message encoded after a fixed preamble.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Features {
+    /// 1 = after the first transformer layer.
+    pub layers: Vec<usize>,
+    /// sha256 of the preamble the message was encoded after; another preamble reads differently.
+    pub context_hash: String,
 }
 
-impl FeatureKind {
-    pub const ALL: [FeatureKind; 2] = [FeatureKind::MessageMean, FeatureKind::AnswerHidden];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::MessageMean => "message_mean",
-            Self::AnswerHidden => "answer_hidden",
-        }
+impl Features {
+    /// `8+12` style, for reports.
+    pub fn label(&self) -> String {
+        layers_label(&self.layers)
     }
 }
 
-impl std::fmt::Display for FeatureKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for FeatureKind {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.replace('-', "_").as_str() {
-            "message_mean" => Ok(Self::MessageMean),
-            "answer_hidden" => Ok(Self::AnswerHidden),
-            other => Err(format!(
-                "unknown feature kind {other:?}: use message_mean or answer_hidden"
-            )),
-        }
-    }
+/// `8+12` for layers 8 and 12.
+pub fn layers_label(layers: &[usize]) -> String {
+    layers
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join("+")
 }
 
 /// The model whose hidden states a head was trained on.
@@ -99,10 +86,8 @@ pub struct TrainingRecord {
 pub struct Head {
     pub format: u32,
     pub validator: String,
-    pub feature: FeatureKind,
+    pub features: Features,
     pub model: ModelBinding,
-    /// sha256 of the template text the features depend on (see [`FeatureKind`]).
-    pub template_hash: String,
     pub training: TrainingRecord,
     pub weights: Vec<f32>,
     pub bias: f32,
@@ -121,9 +106,12 @@ impl Head {
         let head: Head = serde_json::from_slice(&raw).map_err(|e| invalid(e.to_string()))?;
         if head.format != HEAD_FORMAT {
             return Err(invalid(format!(
-                "format {} is not the supported {HEAD_FORMAT}",
+                "format {} is not the supported {HEAD_FORMAT}; retrain it with `aegis train`",
                 head.format
             )));
+        }
+        if head.features.layers.is_empty() || head.features.layers.contains(&0) {
+            return Err(invalid("it names no layers to read (layers count from 1)".into()));
         }
         if head.weights.is_empty()
             || !head.bias.is_finite()
@@ -189,12 +177,14 @@ mod tests {
         Head {
             format: HEAD_FORMAT,
             validator: "spam".into(),
-            feature: FeatureKind::MessageMean,
+            features: Features {
+                layers: vec![8],
+                context_hash: "cd".into(),
+            },
             model: ModelBinding {
                 id: "m".into(),
                 content_hash: "ab".into(),
             },
-            template_hash: "cd".into(),
             training: TrainingRecord {
                 data_sha256: "ef".into(),
                 rows: 10,

@@ -12,6 +12,8 @@ mod metrics;
 mod train;
 
 pub use error::{HeadError, Result};
-pub use head::{CvMetrics, FeatureKind, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
+pub use head::{
+    layers_label, CvMetrics, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT,
+};
 pub use metrics::{binary_metrics, roc_auc, BinaryMetrics};
 pub use train::{cv_metrics, metrics_by_language, train, Example, TrainOptions, Trained};

@@ -29,7 +29,7 @@ fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
             key: "spam".into(),
             name: "Spam".into(),
             score,
-            prompt_score: score,
+            prompt_score: Some(score),
             learned_score: None,
             decided_by: ScoreSource::Prompt,
             threshold: 0.5,

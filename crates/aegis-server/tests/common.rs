@@ -7,7 +7,7 @@ use aegis_guard::Guard;
 use aegis_server::{router, AppState, ServerConfig, Worker};
 use aegis_store::Store;
 
-fn engine() -> Arc<GemmaEngine> {
+pub fn engine() -> Arc<GemmaEngine> {
     static ENGINE: OnceLock<Arc<GemmaEngine>> = OnceLock::new();
     ENGINE
         .get_or_init(|| {

@@ -3,3 +3,4 @@
 mod api;
 mod bad_input;
 mod common;
+mod verdicts;

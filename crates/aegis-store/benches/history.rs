@@ -30,7 +30,7 @@ fn verdict(i: u64) -> Verdict {
                 key: key.to_string(),
                 name: key.to_string(),
                 score,
-                prompt_score: 0.5,
+                prompt_score: Some(0.5),
                 learned_score: Some(score),
                 decided_by: ScoreSource::Head,
                 threshold: 0.5,

@@ -167,7 +167,7 @@ impl Store {
             .bind(&r.key)
             .bind(position as i64)
             .bind(f64::from(r.score))
-            .bind(f64::from(r.prompt_score))
+            .bind(r.prompt_score.map(f64::from))
             .bind(r.learned_score.map(f64::from))
             .bind(match r.decided_by {
                 ScoreSource::Prompt => "prompt",

@@ -27,7 +27,7 @@ pub fn verdict(failing: &[&str]) -> Verdict {
                 key: key.to_string(),
                 name: key.to_string(),
                 score,
-                prompt_score: 0.4,
+                prompt_score: Some(0.4),
                 learned_score: Some(score),
                 decided_by: ScoreSource::Head,
                 threshold: 0.5,

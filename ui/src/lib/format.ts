@@ -4,6 +4,11 @@ export function percent(score: number): string {
   return `${(score * 100).toFixed(score >= 0.995 || score < 0.005 ? 0 : 1)}%`;
 }
 
+/** A score that may not have been computed (a head-decided validator's prompt): an em dash then. */
+export function maybePercent(score: number | null | undefined): string {
+  return score == null ? "—" : percent(score);
+}
+
 export function milliseconds(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
 }
