@@ -181,7 +181,7 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
     } else {
         (
             concurrency_levels(model.clone(), &prompts_dir, args.seconds)?,
-            validator_scaling(model.clone(), &validators, &messages[0].1, runs)?,
+            validator_scaling(model.clone(), &guard, &messages[0].1, runs)?,
         )
     };
     let gflops = engine.matmul_gflops(Duration::from_secs(2))?;
@@ -305,16 +305,15 @@ fn concurrency_levels(
 }
 
 /// Fast-path latency on the short message with 4, 8 and 16 validators: the shipped ones plus
-/// variants whose policy text differs where the validators' own texts differ.
-fn validator_scaling(
-    model: Arc<dyn LanguageModel>,
-    shipped: &[Validator],
-    text: &str,
-    runs: usize,
-) -> Result<Value> {
+/// variants whose policy text differs where the validators' own texts differ. A variant of a
+/// head-decided validator gets a copy of its head, so the count measures what a team adding
+/// validators would see.
+fn validator_scaling(model: Arc<dyn LanguageModel>, shipped: &Guard, text: &str, runs: usize) -> Result<Value> {
+    let (shipped, heads) = (shipped.validators(), shipped.heads());
     let mut out = Vec::new();
     for count in [4usize, 8, 16] {
         let mut validators = Vec::with_capacity(count);
+        let mut variant_heads = Vec::new();
         for i in 0..count {
             let base = &shipped[i % shipped.len()];
             if i < shipped.len() {
@@ -329,9 +328,18 @@ fn validator_scaling(
                 bail!("{} has no policy bullet to vary", base.key);
             }
             let path = PathBuf::from(format!("{}_{variant}.txt", base.key));
-            validators.push(Validator::parse(&path, &content)?);
+            let parsed = Validator::parse(&path, &content)?;
+            if let Some(head) = &heads[i % shipped.len()] {
+                let mut head = head.clone();
+                head.validator = parsed.key.clone();
+                variant_heads.push(head);
+            }
+            validators.push(parsed);
         }
-        let guard = Guard::new(model.clone(), validators);
+        let mut guard = Guard::new(model.clone(), validators);
+        for head in heads.iter().flatten().cloned().chain(variant_heads) {
+            guard = guard.with_head(head)?;
+        }
         guard.check(text)?;
         let timing = Timing::measure(runs, || guard.check(text).map(drop).map_err(Into::into))?;
         out.push(json!({"validators": count, "latency": timing.json()}));

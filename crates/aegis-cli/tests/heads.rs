@@ -26,9 +26,14 @@ fn shipped_heads_rank_the_obvious_cases() {
         .as_f64()
         .expect("score");
     assert!(advice > greeting, "advice {advice} vs greeting {greeting}");
-    // The table says who decided.
+    // The table says who decided; a head-decided validator's prompt did not run.
     let table = stdout(&aegis(&["check", "--no-history", "halo"]));
     assert_eq!(table.matches(" head ").count(), 4, "{table}");
+    assert_eq!(table.matches("      - ").count(), 4, "{table}");
+    // Asked for, both scores are reported.
+    let both = stdout(&aegis(&["check", "--no-history", "--prompt-scores", "halo"]));
+    assert_eq!(both.matches(" head ").count(), 4, "{both}");
+    assert_eq!(both.matches("      - ").count(), 0, "{both}");
 }
 
 #[test]
@@ -91,6 +96,8 @@ fn training_is_deterministic_end_to_end() {
             data.to_str().expect("path"),
             "--folds",
             "3",
+            "--layers",
+            "6,8+10",
             "--out",
             out_dir.to_str().expect("path"),
         ];
@@ -109,7 +116,17 @@ fn training_is_deterministic_end_to_end() {
     let head: serde_json::Value = serde_json::from_slice(&first).expect("JSON");
     assert_eq!(head["validator"], "toxic");
     assert_eq!(head["training"]["rows"], 12);
-    assert_eq!(head["weights"].as_array().map(Vec::len), Some(640));
+    let layers: Vec<u64> = head["features"]["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    assert!(layers == [6] || layers == [8, 10], "{layers:?}");
+    assert_eq!(
+        head["weights"].as_array().map(Vec::len),
+        Some(640 * layers.len())
+    );
 }
 
 #[test]
@@ -166,7 +183,7 @@ fn reviews_join_the_training_data() {
     );
     let all = stdout(&out)
         .lines()
-        .find(|l| l.starts_with("toxic") && l.contains(" all "))
+        .find(|l| l.starts_with("toxic ") && l.contains(" all "))
         .map(str::to_string)
         .expect("the report has a toxic/all line");
     let rows: Vec<&str> = all.split_whitespace().collect();

@@ -30,16 +30,35 @@ fn fixture() -> Fixture {
     serde_json::from_str(raw).expect("fixture parses")
 }
 
-/// llama.cpp rounds activations to 8 bits inside quantized matmuls, keeps K/V in f16 and takes
-/// GELU from an f16 table; on these prompts it lands up to 0.81 logits from the exact (float64)
-/// forward. Logits here span about ±40.
-const LLAMA_CPP_TOLERANCE: f32 = 1.25;
-/// Our dense path against the float64 NumPy forward on the same dequantized weights: only float32
-/// rounding separates them (measured: at most 1e-4).
-const EXACT_TOLERANCE_DENSE: f32 = 1e-3;
-/// The quantized path rounds activations to 8 bits inside candle's quantized matmuls, as llama.cpp
-/// does (measured: at most 0.52 from float64).
-const EXACT_TOLERANCE_QUANTIZED: f32 = 0.75;
+/// How far a path may land from the float64 forward on one prompt, given llama.cpp's own distance
+/// from it on that same prompt (`reference_error`). Every bound is derived per prompt from a
+/// reference's own error, never from one machine's run (the kernels, and so the rounding, differ
+/// between CPUs).
+#[derive(Clone, Copy)]
+enum ExactBound {
+    /// Dense f32 against the float64 NumPy forward on the same dequantized weights: only float32
+    /// rounding separates them. Stated bound: 1e-3 of logits spanning about ±40, i.e. 2.5e-5 of
+    /// their range, far above float32's 6e-8 relative rounding through 18 layers, far below any
+    /// real fault.
+    Dense,
+    /// The quantized path rounds activations to 8 bits inside candle's quantized matmuls, as
+    /// llama.cpp does: two independent roundings of the same size, so held to a small multiple of
+    /// llama.cpp's own error on the same prompt. Three, because one implementation's error varies
+    /// by a factor of about 2.5 between prompts (0.27 to 0.67 on the fixture's four), so ours may
+    /// land on the far side of a prompt where llama.cpp happened to land close; a real fault (a
+    /// wrong mask, RoPE or norm) moves logits by several units, past any of these bounds.
+    QuantizedLikeLlamaCpp,
+}
+
+impl ExactBound {
+    fn bound(self, reference_error: f32) -> f32 {
+        match self {
+            Self::Dense => 1e-3,
+            Self::QuantizedLikeLlamaCpp => 3.0 * reference_error,
+        }
+    }
+}
+
 /// A greedy step whose top two llama.cpp logits are closer than this is a coin toss between two
 /// correct implementations; comparison stops there.
 const GREEDY_MARGIN: f32 = 1.0;
@@ -60,7 +79,7 @@ fn tokenizes_like_llama_cpp() {
     }
 }
 
-fn check_logits(engine: &GemmaEngine, label: &str, exact_tolerance: f32) {
+fn check_logits(engine: &GemmaEngine, label: &str, exact_rule: ExactBound) {
     for case in fixture().cases {
         let ids: Vec<u32> = case
             .top_ids
@@ -86,18 +105,28 @@ fn check_logits(engine: &GemmaEngine, label: &str, exact_tolerance: f32) {
                 .fold(0f32, f32::max)
         };
         let (vs_llama, vs_exact) = (max_diff(&llama), max_diff(&case.f64_logits));
+        // llama.cpp's own distance from the float64 forward on this prompt.
+        let reference_error = llama
+            .iter()
+            .zip(&case.f64_logits)
+            .map(|(l, f)| (l - f).abs())
+            .fold(0f32, f32::max);
+        let exact_bound = exact_rule.bound(reference_error);
+        // Triangle inequality: within `exact_bound` of float64, and llama.cpp within its own
+        // error of it, puts us within their sum of llama.cpp.
+        let llama_bound = exact_bound + reference_error;
         eprintln!(
-            "{label}: {} tokens, max |logit diff| vs llama.cpp {vs_llama:.4}, vs float64 {vs_exact:.4}",
+            "{label}: {} tokens, max |logit diff| vs llama.cpp {vs_llama:.4} (bound {llama_bound:.4}), vs float64 {vs_exact:.4} (bound {exact_bound:.4}; llama.cpp's own {reference_error:.4})",
             case.ids.len()
         );
         assert!(
-            vs_exact < exact_tolerance,
-            "{label}: {vs_exact} from float64 on {:?}",
+            vs_exact <= exact_bound,
+            "{label}: {vs_exact} from float64 on {:?}, bound {exact_bound}",
             case.prompt
         );
         assert!(
-            vs_llama < LLAMA_CPP_TOLERANCE,
-            "{label}: {vs_llama} from llama.cpp on {:?}",
+            vs_llama <= llama_bound,
+            "{label}: {vs_llama} from llama.cpp on {:?}, bound {llama_bound}",
             case.prompt
         );
         let our_top = full
@@ -116,7 +145,7 @@ fn check_logits(engine: &GemmaEngine, label: &str, exact_tolerance: f32) {
 
 #[test]
 fn dense_logits_match_llama_cpp() {
-    check_logits(engine(), "dense", EXACT_TOLERANCE_DENSE);
+    check_logits(engine(), "dense", ExactBound::Dense);
 }
 
 #[test]
@@ -128,7 +157,7 @@ fn quantized_logits_match_llama_cpp() {
         ..LoadOptions::default()
     };
     let quantized = GemmaEngine::load(&resolved, &options).expect("load quantized");
-    check_logits(&quantized, "quantized", EXACT_TOLERANCE_QUANTIZED);
+    check_logits(&quantized, "quantized", ExactBound::QuantizedLikeLlamaCpp);
 }
 
 #[test]

@@ -153,19 +153,23 @@ impl FeatureCache {
 }
 
 /// The features of several messages (from the cache where it has them), the model run on the
-/// rest in one batch. `prompts`: also each validator's prompt score.
+/// rest in one batch: the means after layers 1 to `depth` (the pass stops there, so a shallower
+/// search costs less). `prompts`: also each validator's prompt score.
 pub fn message_features(
     guard: &Guard,
     texts: &[&str],
     cache: Option<&FeatureCache>,
+    depth: usize,
     prompts: bool,
 ) -> Vec<Result<MessageFeatures>> {
-    let layers: Vec<usize> = (1..=guard.model().info().layers).collect();
+    let layers: Vec<usize> = (1..=depth.min(guard.model().info().layers)).collect();
     let mut encoded: Vec<Option<Result<Vec<Vec<f32>>>>> = texts
         .iter()
         .map(|t| {
             let cache = cache?;
-            let rows = cache.get(&cache.path(guard, t, false), LAYERS_MAGIC)?;
+            let mut rows = cache.get(&cache.path(guard, t, false), LAYERS_MAGIC)?;
+            // A deeper earlier read holds these layers too.
+            rows.truncate(layers.len());
             (rows.len() == layers.len()).then_some(Ok(rows))
         })
         .collect();

@@ -16,7 +16,6 @@ use crate::time::now_millis;
 pub struct StoredResult {
     pub key: String,
     pub score: f64,
-    /// Absent where a head decided and the prompt did not run.
     pub prompt_score: Option<f64>,
     pub learned_score: Option<f64>,
     pub decided_by: String,

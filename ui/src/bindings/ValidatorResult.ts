@@ -8,11 +8,12 @@ export type ValidatorResult = { key: string, name: string,
  */
 score: number, 
 /**
- * P(Yes) from the prompt, always computed.
+ * P(Yes) from the validator's own prompt: computed where the prompt decides, or where it was
+ * asked for (`Guard::with_prompt_scores`); a head-decided validator skips it otherwise.
  */
-prompt_score: number, 
+prompt_score: number | null, 
 /**
- * The head's calibrated probability, when a head for this model and template exists.
+ * The head's calibrated probability, when a head for this model exists.
  */
 learned_score: number | null, decided_by: ScoreSource, threshold: number, 
 /**
