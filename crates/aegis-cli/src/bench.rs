@@ -308,7 +308,12 @@ fn concurrency_levels(
 /// variants whose policy text differs where the validators' own texts differ. A variant of a
 /// head-decided validator gets a copy of its head, so the count measures what a team adding
 /// validators would see.
-fn validator_scaling(model: Arc<dyn LanguageModel>, shipped: &Guard, text: &str, runs: usize) -> Result<Value> {
+fn validator_scaling(
+    model: Arc<dyn LanguageModel>,
+    shipped: &Guard,
+    text: &str,
+    runs: usize,
+) -> Result<Value> {
     let (shipped, heads) = (shipped.validators(), shipped.heads());
     let mut out = Vec::new();
     for count in [4usize, 8, 16] {

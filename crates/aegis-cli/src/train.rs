@@ -4,8 +4,8 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use aegis_guard::{
-    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
-    MessageFeatures, ValidatorTraining, HEADS_DIR,
+    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures,
+    ValidatorTraining, HEADS_DIR,
 };
 use aegis_heads::{layers_label, CvMetrics, TrainOptions};
 use anyhow::{bail, Context, Result};
@@ -86,7 +86,13 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         screen_alpha: args.screen_alpha,
     };
     // The forward pass stops after the deepest layer any candidate reads.
-    let depth = search.candidates.iter().flatten().copied().max().unwrap_or(1);
+    let depth = search
+        .candidates
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(1);
     let keys: Vec<String> = if args.validators.is_empty() {
         guard
             .validators()

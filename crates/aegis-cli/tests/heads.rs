@@ -31,7 +31,12 @@ fn shipped_heads_rank_the_obvious_cases() {
     assert_eq!(table.matches(" head ").count(), 4, "{table}");
     assert_eq!(table.matches("      - ").count(), 4, "{table}");
     // Asked for, both scores are reported.
-    let both = stdout(&aegis(&["check", "--no-history", "--prompt-scores", "halo"]));
+    let both = stdout(&aegis(&[
+        "check",
+        "--no-history",
+        "--prompt-scores",
+        "halo",
+    ]));
     assert_eq!(both.matches(" head ").count(), 4, "{both}");
     assert_eq!(both.matches("      - ").count(), 0, "{both}");
 }

@@ -586,11 +586,9 @@ impl LanguageModel for GemmaEngine {
                 .map(|p| self.encode_checked(p))
                 .collect::<Result<Vec<_>>>();
             match encoded {
-                Ok(encoded) if encoded.is_empty() => {
-                    results.push(Some(Ok(Scores {
-                        answers: Vec::new(),
-                    })))
-                }
+                Ok(encoded) if encoded.is_empty() => results.push(Some(Ok(Scores {
+                    answers: Vec::new(),
+                }))),
                 Ok(encoded) => {
                     results.push(None);
                     runnable.push(i);

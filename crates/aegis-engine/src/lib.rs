@@ -18,8 +18,8 @@ pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use engine::{
-    DeviceChoice, Encoding, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored, Scores,
-    SYNTHETIC_WARNING,
+    DeviceChoice, Encoding, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored,
+    Scores, SYNTHETIC_WARNING,
 };
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;

@@ -91,7 +91,10 @@ fn a_synthetic_model_loads_through_the_real_loader_and_says_so() {
     let scores = engine.score(std::slice::from_ref(&prompt)).expect("score");
     let p = scores.answers[0].p_yes;
     assert!(p > 0.0 && p < 1.0, "{p}");
-    let encoding = engine.encode_batch(&[prompt], &[3]).remove(0).expect("encode");
+    let encoding = engine
+        .encode_batch(&[prompt], &[3])
+        .remove(0)
+        .expect("encode");
     assert_eq!(encoding.means[0].len(), 64);
 }
 

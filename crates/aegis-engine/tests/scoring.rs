@@ -166,7 +166,10 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 
 /// Largest difference relative to the reference vector's own largest magnitude.
 fn relative_diff(reference: &[f32], got: &[f32]) -> f32 {
-    let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+    let scale = reference
+        .iter()
+        .fold(0f32, |m, v| m.max(v.abs()))
+        .max(1e-12);
     max_abs_diff(reference, got) / scale
 }
 
@@ -209,9 +212,12 @@ fn packed_encoding_equals_each_message_alone_at_every_layer() {
     let a = packed[1].as_ref().expect("a");
     let b = packed[2].as_ref().expect("b");
     assert!(relative_diff(&a.means[1], &b.means[1]) > 1e-2);
-    let err = engine().encode_batch(&prompts[..1], &[layers + 1]).remove(0);
+    let err = engine()
+        .encode_batch(&prompts[..1], &[layers + 1])
+        .remove(0);
     assert!(
-        err.as_ref().is_err_and(|e| e.to_string().contains("no layer")),
+        err.as_ref()
+            .is_err_and(|e| e.to_string().contains("no layer")),
         "{err:?}"
     );
 }

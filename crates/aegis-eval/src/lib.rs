@@ -19,8 +19,8 @@ pub use error::{EvalError, Result};
 pub use html::render as render_html;
 pub use metrics::{metric_text, BestThreshold, Confusion, Curves, Histogram, Metrics};
 pub use report::{
-    BenignRate, DatasetInfo, EvalReport, Mistake, ModelInfo, RowError, RunInfo, RunTemplate, ScoredRow,
-    ValidatorReport, ValidatorSummary,
+    BenignRate, DatasetInfo, EvalReport, Mistake, ModelInfo, RowError, RunInfo, RunTemplate,
+    ScoredRow, ValidatorReport, ValidatorSummary,
 };
 pub use run::{run_info, score_rows};
 pub use threshold::{choose_threshold_for_budget, threshold_for_budget, BudgetChoice};

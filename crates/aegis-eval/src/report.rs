@@ -199,8 +199,7 @@ const HISTOGRAM_BINS: usize = 20;
 impl EvalReport {
     /// Metrics at `thresholds` (validators left out use the run's own).
     pub fn build(info: &RunInfo, rows: &[ScoredRow], thresholds: &BTreeMap<String, f64>) -> Self {
-        let threshold_of =
-            |t: &RunTemplate| thresholds.get(&t.key).copied().unwrap_or(t.threshold);
+        let threshold_of = |t: &RunTemplate| thresholds.get(&t.key).copied().unwrap_or(t.threshold);
         let validators = info
             .templates
             .iter()

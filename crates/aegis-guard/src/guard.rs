@@ -267,7 +267,8 @@ impl Guard {
         let prompted: Vec<usize> = (0..self.validators.len())
             .filter(|&v| self.prompt_scores || self.heads[v].is_none())
             .collect();
-        let mut encodings: Vec<Option<Result<Encoding>>> = (0..runnable.len()).map(|_| None).collect();
+        let mut encodings: Vec<Option<Result<Encoding>>> =
+            (0..runnable.len()).map(|_| None).collect();
         if !layers.is_empty() && !runnable.is_empty() {
             let prompts: Vec<Prompt> = runnable
                 .iter()
@@ -280,7 +281,8 @@ impl Guard {
                 *slot = Some(encoded.map_err(GuardError::from));
             }
         }
-        let mut scores: Vec<Option<Result<Vec<Scored>>>> = (0..runnable.len()).map(|_| None).collect();
+        let mut scores: Vec<Option<Result<Vec<Scored>>>> =
+            (0..runnable.len()).map(|_| None).collect();
         if !prompted.is_empty() && !runnable.is_empty() {
             let prompts: Vec<Vec<Prompt>> = runnable
                 .iter()
@@ -358,7 +360,9 @@ impl Guard {
                     (Some((p, ms)), _) => (p, ScoreSource::Head, ms),
                     (None, Some(answer)) => (answer.p_yes, ScoreSource::Prompt, answer.elapsed_ms),
                     (None, None) => {
-                        return Err(head_failed("neither a head nor its prompt scored it".into()))
+                        return Err(head_failed(
+                            "neither a head nor its prompt scored it".into(),
+                        ))
                     }
                 };
                 Ok(ValidatorResult {

@@ -22,8 +22,8 @@ pub use heads::{
 pub use language::Language;
 pub use template::{load_validators, LoadedValidators, Rejection, Validator, PLACEHOLDER};
 pub use training::{
-    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
-    MessageFeatures, ScoringQuality, ValidatorTraining,
+    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures,
+    ScoringQuality, ValidatorTraining,
 };
 
 #[cfg(test)]

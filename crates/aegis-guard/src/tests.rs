@@ -315,7 +315,10 @@ fn a_head_decides_its_validator_from_the_shared_encoding_and_its_prompt_is_skipp
     let long = g.check("one two three four five six seven").expect("check");
     let spam = &long.results[0];
     assert_eq!(spam.decided_by, ScoreSource::Head);
-    assert_eq!(spam.prompt_score, None, "the head decides; its prompt did not run");
+    assert_eq!(
+        spam.prompt_score, None,
+        "the head decides; its prompt did not run"
+    );
     let learned = spam.learned_score.expect("learned");
     assert!((learned - 0.982).abs() < 1e-3, "{learned}");
     assert_eq!(spam.score, learned);

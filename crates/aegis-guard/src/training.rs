@@ -331,10 +331,13 @@ pub fn train_validator(
     // Best cross-validated AUC; on a tie the earlier candidate.
     let best_layers = tried
         .iter()
-        .fold(None::<&(Vec<usize>, Trained)>, |best, candidate| match best {
-            Some(b) if b.1.cv.roc_auc >= candidate.1.cv.roc_auc => Some(b),
-            _ => Some(candidate),
-        })
+        .fold(
+            None::<&(Vec<usize>, Trained)>,
+            |best, candidate| match best {
+                Some(b) if b.1.cv.roc_auc >= candidate.1.cv.roc_auc => Some(b),
+                _ => Some(candidate),
+            },
+        )
         .map(|(layers, _)| layers.clone())
         .ok_or_else(|| failed("no candidate layers to train on".into()))?;
     let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
@@ -402,7 +405,10 @@ mod tests {
         let rows = vec![vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]];
         let bytes = floats_to_bytes(LAYERS_MAGIC, &rows);
         assert_eq!(floats_from_bytes(LAYERS_MAGIC, &bytes), Some(rows));
-        assert_eq!(floats_from_bytes(LAYERS_MAGIC, &bytes[..bytes.len() - 4]), None);
+        assert_eq!(
+            floats_from_bytes(LAYERS_MAGIC, &bytes[..bytes.len() - 4]),
+            None
+        );
         assert_eq!(floats_from_bytes(PROMPTS_MAGIC, &bytes), None);
         assert_eq!(floats_from_bytes(LAYERS_MAGIC, b"garbage"), None);
     }
@@ -427,10 +433,9 @@ mod tests {
         assert_eq!(row.label("harassment"), None);
         assert_eq!(row.language(), "id");
         assert!(!row.is_benign(), "an unknown label is not a benign row");
-        let benign: LabelledMessage = serde_json::from_str(
-            r#"{"text":"makasih kak","labels":{"spam":false,"toxic":false}}"#,
-        )
-        .expect("valid row");
+        let benign: LabelledMessage =
+            serde_json::from_str(r#"{"text":"makasih kak","labels":{"spam":false,"toxic":false}}"#)
+                .expect("valid row");
         assert!(benign.is_benign());
     }
 }

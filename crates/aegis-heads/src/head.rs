@@ -111,7 +111,9 @@ impl Head {
             )));
         }
         if head.features.layers.is_empty() || head.features.layers.contains(&0) {
-            return Err(invalid("it names no layers to read (layers count from 1)".into()));
+            return Err(invalid(
+                "it names no layers to read (layers count from 1)".into(),
+            ));
         }
         if head.weights.is_empty()
             || !head.bias.is_finite()
