@@ -13,7 +13,8 @@ cargo run --release --locked -p aegis-cli -- train \
     --model default \
     --prompts prompt_guard \
     --data prompt_guard/heads/dev-permissive.jsonl \
-    --data prompt_guard/heads/train.jsonl \
+    --data prompt_guard/heads/train-1.jsonl \
+    --data prompt_guard/heads/train-2.jsonl \
     --data prompt_guard/heads/authored.jsonl \
     --layers 6,8,11 \
     --tune-thresholds \
