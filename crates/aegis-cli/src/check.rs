@@ -160,6 +160,10 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
     }
 }
 
+/// Messages per model call: one packed forward reads them all, several times faster per message
+/// than one at a time on CPU, while a bad row still only fails itself.
+const CHECK_BATCH: usize = 16;
+
 fn check_rows(
     guard: &Guard,
     rows: Vec<aegis_import::Row>,
@@ -175,33 +179,41 @@ fn check_rows(
     let (mut passed, mut failed, mut bad) = (0usize, 0usize, 0usize);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    for row in rows {
-        let outcome = row.text.and_then(|text| {
-            guard
-                .check(&text)
-                .map(|verdict| (text, verdict))
-                .map_err(|e| e.to_string())
-        });
-        match outcome {
-            Ok((text, verdict)) => {
-                if let Some(recorder) = recorder {
-                    recorder.record(&text, &verdict)?;
+    for chunk in rows.chunks(CHECK_BATCH) {
+        let texts: Vec<&str> = chunk
+            .iter()
+            .filter_map(|row| row.text.as_deref().ok())
+            .collect();
+        let mut verdicts = guard.check_batch(&texts).into_iter();
+        for row in chunk {
+            let outcome = row.text.as_deref().map_err(Clone::clone).and_then(|text| {
+                let verdict = verdicts
+                    .next()
+                    .unwrap_or(Err(GuardError::EmptyText))
+                    .map_err(|e| e.to_string())?;
+                Ok((text, verdict))
+            });
+            match outcome {
+                Ok((text, verdict)) => {
+                    if let Some(recorder) = recorder {
+                        recorder.record(text, &verdict)?;
+                    }
+                    match verdict.status {
+                        Status::Passed => passed += 1,
+                        Status::Failed => failed += 1,
+                    }
+                    let mut json =
+                        serde_json::to_value(ValidateResponse::new(user_id, text, &verdict))?;
+                    json["line"] = row.line.into();
+                    writeln!(out, "{json}")?;
                 }
-                match verdict.status {
-                    Status::Passed => passed += 1,
-                    Status::Failed => failed += 1,
+                Err(problem) => {
+                    bad += 1;
+                    progress.suspend(|| eprintln!("line {}: {problem}", row.line));
                 }
-                let mut json =
-                    serde_json::to_value(ValidateResponse::new(user_id, &text, &verdict))?;
-                json["line"] = row.line.into();
-                writeln!(out, "{json}")?;
             }
-            Err(problem) => {
-                bad += 1;
-                progress.suspend(|| eprintln!("line {}: {problem}", row.line));
-            }
+            progress.inc(1);
         }
-        progress.inc(1);
     }
     out.flush()?;
     progress.finish_and_clear();

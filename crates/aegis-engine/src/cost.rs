@@ -11,7 +11,7 @@ use crate::model::Gemma3;
 use crate::packing::PackedBatch;
 
 /// The work of scoring one message's prompts with the template openings already cached.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct ComputePlan {
     /// Tokens of all prompts together, as one-prompt-at-a-time scoring computes them.
     pub prompt_tokens: usize,
@@ -34,7 +34,24 @@ impl GemmaEngine {
         Ok(ComputePlan {
             prompt_tokens,
             computed_tokens: batch.len(),
-            flops: token_flops(self.model(), &batch) + answer_flops(self.model(), prompts.len()),
+            flops: token_flops(self.model(), &batch, self.model().config().num_layers)
+                + answer_flops(self.model(), prompts.len()),
+        })
+    }
+
+    /// The work of `encode_batch(prompts, layers)`: the same packing, through the deepest layer
+    /// asked for only (the pass stops there), and no answer rows.
+    pub fn plan_encoding(&self, prompts: &[Prompt], layers: &[usize]) -> Result<ComputePlan> {
+        let encoded = prompts
+            .iter()
+            .map(|p| self.encode_checked(p))
+            .collect::<Result<Vec<_>>>()?;
+        let (batch, _) = self.pack(&encoded.iter().collect::<Vec<_>>());
+        let depth = layers.iter().copied().max().unwrap_or(0);
+        Ok(ComputePlan {
+            prompt_tokens: encoded.iter().map(|e| e.ids.len()).sum(),
+            computed_tokens: batch.len(),
+            flops: token_flops(self.model(), &batch, depth),
         })
     }
 
@@ -65,9 +82,21 @@ impl GemmaEngine {
     }
 }
 
-/// Linear-layer and attention FLOPs of a packed batch: each token sees its position's keys (up to
-/// the window on sliding layers).
-fn token_flops(model: &Gemma3, batch: &PackedBatch) -> f64 {
+impl std::ops::Add for ComputePlan {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            computed_tokens: self.computed_tokens + other.computed_tokens,
+            flops: self.flops + other.flops,
+        }
+    }
+}
+
+/// Linear-layer and attention FLOPs of a packed batch through its first `depth` layers: each token
+/// sees its position's keys (up to the window on sliding layers).
+fn token_flops(model: &Gemma3, batch: &PackedBatch, depth: usize) -> f64 {
     let cfg = model.config();
     let (hidden, ffn) = (cfg.hidden_size as f64, cfg.intermediate_size as f64);
     let (q, kv) = (
@@ -79,7 +108,7 @@ fn token_flops(model: &Gemma3, batch: &PackedBatch) -> f64 {
     let attention_per_key = 4.0 * q;
     let mut flops = 0.0;
     for &position in &batch.positions {
-        for layer in 0..cfg.num_layers {
+        for layer in 0..depth.min(cfg.num_layers) {
             let keys = if cfg.is_sliding(layer) {
                 (position + 1).min(cfg.sliding_window)
             } else {

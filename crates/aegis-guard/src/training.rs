@@ -328,18 +328,12 @@ pub fn train_validator(
         tracing::info!(validator = key, layers = %layers_label(layers), auc = ?trained.cv.roc_auc, "layer candidate");
         tried.push((layers.clone(), trained));
     }
-    // Best cross-validated AUC; on a tie the earlier candidate.
-    let best_layers = tried
-        .iter()
-        .fold(
-            None::<&(Vec<usize>, Trained)>,
-            |best, candidate| match best {
-                Some(b) if b.1.cv.roc_auc >= candidate.1.cv.roc_auc => Some(b),
-                _ => Some(candidate),
-            },
-        )
-        .map(|(layers, _)| layers.clone())
-        .ok_or_else(|| failed("no candidate layers to train on".into()))?;
+    let best_layers = cheapest_of_the_best(
+        tried
+            .iter()
+            .map(|(layers, trained)| (layers.as_slice(), trained.cv.roc_auc)),
+    )
+    .ok_or_else(|| failed("no candidate layers to train on".into()))?;
     let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
     let info = guard.model().info();
     let head = Head {
@@ -374,6 +368,24 @@ pub fn train_validator(
         benign: rows.iter().map(|(m, _, _)| m.is_benign()).collect(),
         labels,
     })
+}
+
+/// Candidates whose cross-validated AUC is within this of the best are not told apart: the report
+/// prints AUC to three decimals, and a difference it cannot show is not worth a deeper pass.
+const AUC_TIE: f64 = 1e-3;
+
+/// The candidate to ship: among those within [`AUC_TIE`] of the best AUC, the one whose deepest
+/// layer is shallowest (the shared encoding stops after the deepest layer any head reads, so a
+/// shallower head makes every verdict cheaper); then the earlier candidate.
+fn cheapest_of_the_best<'a>(
+    candidates: impl Iterator<Item = (&'a [usize], Option<f64>)> + Clone,
+) -> Option<Vec<usize>> {
+    let auc = |a: Option<f64>| a.unwrap_or(f64::NEG_INFINITY);
+    let best = candidates.clone().map(|(_, a)| auc(a)).reduce(f64::max)?;
+    candidates
+        .filter(|(_, a)| auc(*a) >= best - AUC_TIE)
+        .min_by_key(|(layers, _)| layers.iter().max().copied().unwrap_or(0))
+        .map(|(layers, _)| layers.to_vec())
 }
 
 fn quality(scores: &[f64], labels: &[bool], languages: &[String]) -> ScoringQuality {
@@ -411,6 +423,42 @@ mod tests {
         );
         assert_eq!(floats_from_bytes(PROMPTS_MAGIC, &bytes), None);
         assert_eq!(floats_from_bytes(LAYERS_MAGIC, b"garbage"), None);
+    }
+
+    #[test]
+    fn layer_choice_prefers_the_shallower_of_indistinguishable_candidates() {
+        let pick = |candidates: &[(&[usize], Option<f64>)]| {
+            cheapest_of_the_best(candidates.iter().copied())
+        };
+        // 11 is best by less than the tie: 6 is as good and cheaper.
+        assert_eq!(
+            pick(&[
+                (&[6], Some(0.9995)),
+                (&[8], Some(0.9991)),
+                (&[11], Some(0.9999))
+            ]),
+            Some(vec![6])
+        );
+        // A real difference wins over cost.
+        assert_eq!(
+            pick(&[
+                (&[6], Some(0.985)),
+                (&[8], Some(0.987)),
+                (&[11], Some(0.985))
+            ]),
+            Some(vec![8])
+        );
+        // A concatenation costs its deepest layer; equal cost keeps the earlier candidate.
+        assert_eq!(
+            pick(&[
+                (&[8, 12], Some(0.95)),
+                (&[12], Some(0.95)),
+                (&[10], Some(0.9495))
+            ]),
+            Some(vec![10])
+        );
+        assert_eq!(pick(&[(&[4], None), (&[2], Some(0.7))]), Some(vec![2]));
+        assert_eq!(pick(&[]), None);
     }
 
     #[test]
