@@ -160,8 +160,8 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
     }
 }
 
-/// Messages per model call: one packed forward reads them all, several times faster per message
-/// than one at a time on CPU, while a bad row still only fails itself.
+/// Messages per model call: one packed forward reads them all (as the worker batches concurrent
+/// requests), and a bad row still fails only itself.
 const CHECK_BATCH: usize = 16;
 
 fn check_rows(
