@@ -2,12 +2,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_guard::GuardError;
 use aegis_import::{import_file, CheckFailure, MessageFile};
-use aegis_store::TemplateContent;
+use aegis_server::{ModelStatus, Worker, WorkerError};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -36,7 +35,11 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
     let runtime = tokio::runtime::Runtime::new()?;
     let store = runtime.block_on(args.db.open())?;
     let guard = args.guard.load()?;
-    let templates: Arc<[TemplateContent]> = guard.validators().iter().map(Into::into).collect();
+    // Through the model worker, as the app imports: the rows in flight are checked in batches.
+    let worker = Worker::start(64, move || Ok(guard));
+    while matches!(worker.status(), ModelStatus::Loading) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let progress = ProgressBar::new(file.rows.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} rows  {per_sec}  ETA {eta}")
@@ -50,14 +53,17 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
         &file,
         args.user_id.as_deref(),
         |text| {
-            let checked = guard
-                .check(&text)
-                .map(|verdict| (verdict, templates.clone()))
-                .map_err(|e| match e {
-                    GuardError::Engine(e) => CheckFailure::Fatal(e.to_string()),
-                    other => CheckFailure::BadRow(other.to_string()),
-                });
-            std::future::ready(checked)
+            let worker = worker.clone();
+            async move {
+                match worker.check(text).await {
+                    Ok(checked) => Ok((checked.verdict, checked.templates)),
+                    Err(WorkerError::Guard(GuardError::Engine(e))) => {
+                        Err(CheckFailure::Fatal(e.to_string()))
+                    }
+                    Err(WorkerError::Guard(e)) => Err(CheckFailure::BadRow(e.to_string())),
+                    Err(e) => Err(CheckFailure::Fatal(e.to_string())),
+                }
+            }
         },
         |p| {
             if std::mem::take(&mut first_report) && p.rows_done > 0 {

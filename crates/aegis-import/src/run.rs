@@ -7,6 +7,7 @@ use aegis_guard::Verdict;
 use aegis_store::{
     ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally,
 };
+use futures_util::{stream, StreamExt};
 use serde::Serialize;
 
 use crate::read::MessageFile;
@@ -66,6 +67,9 @@ pub struct ImportSummary {
     pub tallies: Vec<ValidatorTally>,
 }
 
+/// Rows being checked at once: enough for the model worker to fill a batch from one import.
+const CHECKS_IN_FLIGHT: usize = 16;
+
 /// Runs every row of `file` not yet handled through `check` and records it, in row order.
 /// Progress is reported after every row; `cancel` is honoured between rows, and whatever was
 /// recorded stays recorded, so the next call with the same file resumes after it.
@@ -98,7 +102,21 @@ where
     on_progress(&progress);
     let started = Instant::now();
     let done_before = progress.rows_done;
-    for row in file.rows.iter().filter(|r| r.line as i64 > batch.last_row) {
+    // Up to CHECKS_IN_FLIGHT rows are checked at once, so a batching checker (the model worker)
+    // gets batches; results still arrive, and are recorded, in row order.
+    let mut outcomes = stream::iter(file.rows.iter().filter(|r| r.line as i64 > batch.last_row))
+        .map(|row| {
+            let checking = row.text.as_ref().map(|text| (text, check(text.clone())));
+            async move {
+                let outcome = match checking {
+                    Ok((text, checking)) => checking.await.map(|checked| (text, checked)),
+                    Err(problem) => Err(CheckFailure::BadRow(problem.clone())),
+                };
+                (row, outcome)
+            }
+        })
+        .buffered(CHECKS_IN_FLIGHT);
+    while let Some((row, outcome)) = outcomes.next().await {
         if cancel.load(Ordering::Relaxed) {
             return summary(store, progress, false, true, false).await;
         }
@@ -106,18 +124,15 @@ where
             batch_id: batch.id,
             row: row.line as i64,
         };
-        let outcome = match &row.text {
-            Err(problem) => Err(problem.clone()),
-            Ok(text) => match check(text.clone()).await {
-                Ok(checked) => Ok((text, checked)),
-                Err(CheckFailure::BadRow(problem)) => Err(problem),
-                Err(CheckFailure::Fatal(message)) => {
-                    return Err(ImportError::Stopped {
-                        line: row.line,
-                        message,
-                    })
-                }
-            },
+        let outcome = match outcome {
+            Ok(checked) => Ok(checked),
+            Err(CheckFailure::BadRow(problem)) => Err(problem),
+            Err(CheckFailure::Fatal(message)) => {
+                return Err(ImportError::Stopped {
+                    line: row.line,
+                    message,
+                })
+            }
         };
         match outcome {
             Ok((text, (verdict, templates))) => {
