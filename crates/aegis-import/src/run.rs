@@ -10,7 +10,7 @@ use aegis_store::{
 use futures_util::{stream, StreamExt};
 use serde::Serialize;
 
-use crate::read::MessageFile;
+use crate::read::{MessageFile, Row};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -103,42 +103,50 @@ where
     let started = Instant::now();
     let done_before = progress.rows_done;
     // Up to CHECKS_IN_FLIGHT rows are checked at once, so a batching checker (the model worker)
-    // gets batches; results still arrive, and are recorded, in row order.
-    let mut outcomes = stream::iter(file.rows.iter().filter(|r| r.line as i64 > batch.last_row))
-        .map(|row| {
-            let checking = row.text.as_ref().map(|text| (text, check(text.clone())));
+    // gets batches; results still arrive, and are recorded, in row order. The stream owns its
+    // rows: closures over borrowed rows make the future not general enough to be `Send`
+    // (rust-lang/rust#102211), which a Tauri command needs.
+    let pending: Vec<Row> = file
+        .rows
+        .iter()
+        .filter(|row| row.line as i64 > batch.last_row)
+        .cloned()
+        .collect();
+    let mut outcomes = stream::iter(pending)
+        .map(|Row { line, text }| {
+            let checking = text.map(|text| {
+                let checking = check(text.clone());
+                (text, checking)
+            });
             async move {
                 let outcome = match checking {
                     Ok((text, checking)) => checking.await.map(|checked| (text, checked)),
-                    Err(problem) => Err(CheckFailure::BadRow(problem.clone())),
+                    Err(problem) => Err(CheckFailure::BadRow(problem)),
                 };
-                (row, outcome)
+                (line, outcome)
             }
         })
         .buffered(CHECKS_IN_FLIGHT);
-    while let Some((row, outcome)) = outcomes.next().await {
+    while let Some((line, outcome)) = outcomes.next().await {
         if cancel.load(Ordering::Relaxed) {
             return summary(store, progress, false, true, false).await;
         }
         let at = ImportRow {
             batch_id: batch.id,
-            row: row.line as i64,
+            row: line as i64,
         };
         let outcome = match outcome {
             Ok(checked) => Ok(checked),
             Err(CheckFailure::BadRow(problem)) => Err(problem),
             Err(CheckFailure::Fatal(message)) => {
-                return Err(ImportError::Stopped {
-                    line: row.line,
-                    message,
-                })
+                return Err(ImportError::Stopped { line, message })
             }
         };
         match outcome {
             Ok((text, (verdict, templates))) => {
                 store
                     .record(&NewVerdict {
-                        text,
+                        text: &text,
                         source: Source::Import,
                         user_id,
                         import: Some(at),
@@ -151,7 +159,7 @@ where
             Err(problem) => {
                 store.skip_import_row(at).await?;
                 progress.bad_rows += 1;
-                progress.last_problem = Some((row.line, problem));
+                progress.last_problem = Some((line, problem));
             }
         }
         progress.rows_done += 1;
