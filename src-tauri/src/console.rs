@@ -7,10 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use aegis_engine::{
-    resolve, DeviceChoice, DownloadProgress, GemmaEngine, HubOptions, LanguageModel, LoadOptions,
-    ModelSpec,
-};
+use aegis_engine::{DownloadProgress, DownloadReport, LanguageModel};
 use aegis_guard::{Guard, GuardError, Language, Status, Verdict};
 use aegis_import::{csv_columns, import_file, CheckFailure, ImportSummary, MessageFile};
 use aegis_server::{LoadedGuard, ModelStatus, Worker, WorkerError};
@@ -252,7 +249,7 @@ impl Console {
         let problems = self.problems.clone();
         let prompts = self.prompts_dir();
         let language = self.rejection_language();
-        let device = settings.device.clone();
+        let request = settings.model_request(&model_name);
         let started = Instant::now();
         let worker = Worker::start(QUEUE, move || {
             let on_download: aegis_engine::DownloadListener = {
@@ -272,8 +269,11 @@ impl Console {
                     events.emit(ConsoleEvent::Model(snapshot));
                 })
             };
-            let engine =
-                load_engine(&model_name, &device, on_download).map_err(|e| e.to_string())?;
+            let mut request = request.map_err(|e| e.to_string())?;
+            request.download = DownloadReport::Listener(on_download);
+            let (engine, _) = request
+                .load()
+                .map_err(|e| format!("loading {}: {e}", request.model))?;
             {
                 let mut s = lock(&state);
                 s.message = "reading templates".into();
@@ -711,7 +711,7 @@ impl Console {
         }
         new.save(&self.data_dir.join("settings.json"))?;
         *lock(&self.settings) = new.clone();
-        if new.model != old.model || new.device != old.device {
+        if new.model != old.model || new.device != old.device || new.weights != old.weights {
             self.load_model();
             // The endpoint serves through the worker; give it the new one.
             if new.http.enabled {
@@ -758,27 +758,6 @@ fn loading_state(model: &str, message: &str) -> ModelState {
         download: None,
         load_ms: None,
     }
-}
-
-fn load_engine(
-    model: &str,
-    device: &str,
-    on_download: aegis_engine::DownloadListener,
-) -> Result<GemmaEngine, ConsoleError> {
-    let invalid = |e: &dyn std::fmt::Display| ConsoleError::Invalid(e.to_string());
-    let spec = ModelSpec::parse(model).map_err(|e| invalid(&e))?;
-    let hub = HubOptions {
-        offline: std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| v == "1"),
-        on_download: Some(on_download),
-        ..HubOptions::default()
-    };
-    let resolved = resolve(&spec, &hub).map_err(|e| invalid(&e))?;
-    let options = LoadOptions {
-        device: device.parse::<DeviceChoice>().map_err(|e| invalid(&e))?,
-        ..LoadOptions::default()
-    };
-    GemmaEngine::load(&resolved, &options)
-        .map_err(|e| invalid(&format!("loading {}: {e}", resolved.id)))
 }
 
 fn describe(problems: &[GuardError]) -> Vec<(String, TemplateProblem)> {

@@ -14,6 +14,7 @@ pub mod templates;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use aegis_guard::{find_prompts_dir, PROMPTS_FOLDER};
 use tauri::{Emitter, Manager};
 
 use crate::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
@@ -26,18 +27,6 @@ impl EventSink for TauriEvents {
             tracing::warn!(error = %e, "an event did not reach the window");
         }
     }
-}
-
-/// The shipped templates: `AEGIS_PROMPTS`, else `./prompt_guard`, else the source tree's.
-fn default_prompts_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AEGIS_PROMPTS") {
-        return dir.into();
-    }
-    let local = PathBuf::from("prompt_guard");
-    if local.is_dir() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prompt_guard")
 }
 
 /// `AEGIS_DATA_DIR`, else the platform's data folder (`~/.local/share/aegis-console` on Linux).
@@ -60,9 +49,16 @@ pub fn run() {
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
+            let data_dir = data_dir(app.handle());
+            // A folder chosen in Settings wins over this; without one, a missing folder shows
+            // its error (where it was looked for) when the templates are read.
+            let default_prompts_dir = find_prompts_dir(None, Some(&data_dir)).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "no templates folder");
+                data_dir.join(PROMPTS_FOLDER)
+            });
             let config = ConsoleConfig {
-                data_dir: data_dir(app.handle()),
-                default_prompts_dir: default_prompts_dir(),
+                data_dir,
+                default_prompts_dir,
                 events: Arc::new(TauriEvents(app.handle().clone())),
                 model_override: std::env::var("AEGIS_MODEL").ok(),
             };

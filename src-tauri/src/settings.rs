@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use aegis_engine::ModelRequest;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConsoleError;
@@ -15,6 +16,8 @@ pub struct Settings {
     pub model: String,
     /// auto, cpu, cuda, cuda:N.
     pub device: String,
+    /// auto (f32 on CPU, bf16 on GPU), f32, bf16 or quantized.
+    pub weights: String,
     /// The validator templates; the shipped `prompt_guard/` when empty.
     pub prompts_dir: String,
     /// "auto" (the message's language), "id" or "en".
@@ -41,6 +44,7 @@ impl Default for Settings {
         Self {
             model: "default".into(),
             device: "auto".into(),
+            weights: "auto".into(),
             prompts_dir: String::new(),
             rejection_language: "auto".into(),
             review_margin: 0.15,
@@ -84,6 +88,7 @@ impl Settings {
                 "the model must not be empty: use \"default\", a path or a repo id".into(),
             );
         }
+        self.model_request(&self.model)?;
         if !matches!(self.rejection_language.as_str(), "auto" | "id" | "en") {
             return invalid(format!(
                 "rejection language {:?}: use auto, id or en",
@@ -97,6 +102,13 @@ impl Settings {
             return invalid("the reviewer name must not be empty".into());
         }
         Ok(())
+    }
+
+    /// The engine's request for `model` on these settings' device and weights.
+    pub fn model_request(&self, model: &str) -> Result<ModelRequest, ConsoleError> {
+        ModelRequest::new(model)
+            .with_device_and_weights(&self.device, &self.weights)
+            .map_err(|e| ConsoleError::Invalid(e.to_string()))
     }
 
     pub fn save(&self, path: &Path) -> Result<(), ConsoleError> {

@@ -122,7 +122,7 @@ fn evaluate(args: RunArgs, db: &DbArgs) -> Result<ExitStatus> {
             unknown.join(", ")
         );
     }
-    let prompts = args.guard.prompts_dir();
+    let prompts = args.guard.prompts_dir()?;
     let info = run_info(&guard, &dataset, &prompts.display().to_string());
     let rows = score_with_progress(&guard, &dataset, "")?;
     let report = EvalReport::build(&info, &rows, &thresholds);

@@ -100,8 +100,9 @@ fn synth(shape: &str, seed: u64, dtype: &str, out: PathBuf) -> Result<ExitStatus
 }
 
 fn agree(model: &ModelArgs, json: bool) -> Result<ExitStatus> {
-    let resolved = model.resolve()?;
-    let report = check_devices(&resolved, &model.load_options()?)
+    let request = model.request()?;
+    let resolved = request.resolve()?;
+    let report = check_devices(&resolved, &request.options)
         .with_context(|| format!("checking {} on {}", resolved.id, model.device))?;
     let passed = report.passed();
     if json {

@@ -5,10 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_engine::{
-    resolve, DeviceChoice, GemmaEngine, HubOptions, LanguageModel, LoadOptions, ModelSpec,
-    ResolvedModel, WeightFormat,
+    DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
 };
-use aegis_guard::{Guard, GuardError, RejectionMode};
+use aegis_guard::{find_prompts_dir, Guard, GuardError, RejectionMode};
 use anyhow::{Context, Result};
 
 #[derive(Debug, clap::Args)]
@@ -27,8 +26,9 @@ pub struct ModelArgs {
     /// Longest prompt accepted, in tokens.
     #[arg(long, default_value_t = LoadOptions::default().max_context)]
     pub max_context: usize,
-    /// Never reach the Hugging Face hub; use only local files and the HF cache.
-    #[arg(long, env = "HF_HUB_OFFLINE")]
+    /// Never reach the Hugging Face hub; use only local files and the HF cache (as does
+    /// HF_HUB_OFFLINE=1).
+    #[arg(long)]
     pub offline: bool,
 }
 
@@ -36,8 +36,9 @@ pub struct ModelArgs {
 pub struct GuardArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Folder of validator templates.
-    #[arg(long, env = "AEGIS_PROMPTS")]
+    /// Folder of validator templates; else AEGIS_PROMPTS, else ./prompt_guard, else beside
+    /// the executable.
+    #[arg(long)]
     pub prompts: Option<PathBuf>,
     /// Have the model write the rejection message (falls back to the templated one).
     #[arg(long)]
@@ -52,57 +53,39 @@ impl ModelArgs {
     /// The engine and the files it was loaded from.
     pub fn load_with_files(&self) -> Result<(GemmaEngine, ResolvedModel)> {
         let started = Instant::now();
-        let resolved = self.resolve()?;
-        let engine = GemmaEngine::load(&resolved, &self.load_options()?)
-            .with_context(|| format!("loading {}", resolved.id))?;
+        let request = self.request()?;
+        let loaded = request
+            .load()
+            .with_context(|| format!("loading {}", request.model))?;
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "model ready"
         );
-        Ok((engine, resolved))
+        Ok(loaded)
     }
 
-    /// Where the model's files are (downloading them first if needed).
-    pub fn resolve(&self) -> Result<ResolvedModel> {
-        let spec = ModelSpec::parse(&self.model)?;
-        let hub = HubOptions {
-            offline: self.offline,
-            progress: true,
-            ..HubOptions::default()
-        };
-        Ok(resolve(&spec, &hub)?)
-    }
-
-    /// The device, weight format and limits the flags ask for.
-    pub fn load_options(&self) -> Result<LoadOptions> {
-        Ok(LoadOptions {
-            device: self.device.parse::<DeviceChoice>()?,
-            weight_format: match self.weights.as_str() {
-                "auto" => None,
-                other => Some(other.parse::<WeightFormat>().map_err(anyhow::Error::msg)?),
-            },
-            max_context: self.max_context,
-            ..LoadOptions::default()
-        })
+    /// What the flags ask for, as the engine's one model request.
+    pub fn request(&self) -> Result<ModelRequest> {
+        let mut request =
+            ModelRequest::new(&self.model).with_device_and_weights(&self.device, &self.weights)?;
+        request.options.max_context = self.max_context;
+        request.offline = self.offline;
+        request.download = DownloadReport::TerminalBar;
+        Ok(request)
     }
 }
 
 impl GuardArgs {
-    /// The templates folder: the flag, else ./prompt_guard, else the one shipped in the source tree.
-    pub fn prompts_dir(&self) -> PathBuf {
-        if let Some(dir) = &self.prompts {
-            return dir.clone();
-        }
-        let local = PathBuf::from("prompt_guard");
-        if local.is_dir() {
-            return local;
-        }
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard")
+    /// The templates folder (see `find_prompts_dir` for where it is looked for).
+    pub fn prompts_dir(&self) -> Result<PathBuf> {
+        Ok(find_prompts_dir(self.prompts.as_deref(), None)?)
     }
 
     pub fn load(&self) -> Result<Guard> {
+        // The folder first: a missing one should not wait for the model to load.
+        let prompts = self.prompts_dir()?;
         let engine = self.model.load()?;
-        self.guard_on(Arc::new(engine), &self.prompts_dir())
+        self.guard_on(Arc::new(engine), &prompts)
     }
 
     /// A guard from the templates in `dir` on an already loaded model (one model can serve

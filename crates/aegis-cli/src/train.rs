@@ -155,10 +155,10 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         folds: args.folds,
         ..TrainOptions::default()
     };
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.guard.prompts_dir().join(HEADS_DIR));
+    let out_dir = match &args.out {
+        Some(dir) => dir.clone(),
+        None => args.guard.prompts_dir()?.join(HEADS_DIR),
+    };
     for key in &keys {
         let trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
         print_report(&trained);

@@ -208,6 +208,17 @@ fn a_broken_template_is_named_and_the_others_keep_working() {
 }
 
 #[test]
+fn a_missing_templates_folder_is_named_before_the_model_loads() {
+    let out = aegis(&["check", "--prompts", "/no/such/templates", "halo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("looked in /no/such/templates"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_missing_model_says_how_to_get_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(env!("CARGO_BIN_EXE_aegis"))

@@ -1,9 +1,11 @@
 //! Do two loaded copies of one model (say CPU f32 and GPU bf16) compute the same thing? Compares
 //! last-position logits over the whole vocabulary against a tolerance stated per weight format.
 
-use crate::engine::{argmax, DeviceChoice, GemmaEngine, LanguageModel, LoadOptions};
+use crate::engine::{argmax, GemmaEngine};
 use crate::error::Result;
+use crate::language_model::LanguageModel;
 use crate::model::WeightFormat;
+use crate::request::{DeviceChoice, LoadOptions};
 use crate::source::ResolvedModel;
 use crate::tokenizer::Segment;
 

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use candle_core::{DType, Tensor};
 
-use crate::engine::{GemmaEngine, Prompt};
+use crate::engine::GemmaEngine;
 use crate::error::Result;
+use crate::language_model::Prompt;
 use crate::model::Gemma3;
 use crate::packing::PackedBatch;
 

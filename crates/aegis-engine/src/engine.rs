@@ -1,206 +1,22 @@
-//! The engine's public face: a `LanguageModel` that scores yes/no prompts and generates text,
-//! and `GemmaEngine`, which implements it on a local Gemma 3.
+//! `GemmaEngine`: the `LanguageModel` on a local Gemma 3, scoring yes/no prompts in packed
+//! batches over cached template openings, encoding user text for learned heads, generating text.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 
 use crate::error::{EngineError, Result};
+use crate::language_model::{
+    Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
+};
 use crate::model::{two_way_probability, Gemma3, KvCache, Output, WeightFormat};
 use crate::packing::{PackRequest, PackedBatch};
 use crate::prefix_cache::{PrefixCache, PrefixCacheStats};
+use crate::request::LoadOptions;
 use crate::source::{ResolvedModel, WeightFiles};
 use crate::tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};
-
-/// A prompt as segments, so template text and user text keep their tokenisation rules.
-pub type Prompt = Vec<Segment>;
-
-/// What a verdict records about the model that produced it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ModelInfo {
-    pub id: String,
-    /// sha256 of the weight file(s).
-    pub content_hash: String,
-    pub device: String,
-    pub weight_format: String,
-    /// Longest prompt, in tokens, the engine accepts.
-    pub context_length: usize,
-    /// Transformer layers: hidden states can be read after any of 1 to this many.
-    pub layers: usize,
-    /// Seeded random weights (`aegis model synth`): good for timing, its verdicts mean nothing.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub synthetic: bool,
-}
-
-/// What every report shows beside a synthetic model's results.
-pub const SYNTHETIC_WARNING: &str =
-    "SYNTHETIC MODEL: random weights for speed tests; its verdicts mean nothing";
-
-/// Anything that can answer the guard's questions: the local Gemma, or (later) a remote server.
-pub trait LanguageModel: Send + Sync {
-    fn info(&self) -> &ModelInfo;
-
-    /// Tokens the user's text takes on its own, for error messages and limits.
-    fn count_user_tokens(&self, text: &str) -> Result<usize>;
-
-    /// Tokens a whole prompt takes.
-    fn count_prompt_tokens(&self, prompt: &[Segment]) -> Result<usize>;
-
-    /// P(Yes) at the end of each prompt (softmax over the logits of the `Yes` and `No` tokens).
-    fn score(&self, prompts: &[Prompt]) -> Result<Scores>;
-
-    /// `score` for several messages at once (each with its own prompts), in one batch where the
-    /// model can: the worker drains concurrent requests into this. One message's error (too long,
-    /// say) does not fail the others.
-    fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<Result<Scores>> {
-        messages.iter().map(|prompts| self.score(prompts)).collect()
-    }
-
-    /// For each prompt, the mean over its user-text tokens of the hidden state after each of
-    /// `layers` (1 = after the first layer): what learned heads read. One batched forward pass that
-    /// stops after the deepest layer asked for. A backend without hidden states says so.
-    fn encode_batch(&self, prompts: &[Prompt], layers: &[usize]) -> Vec<Result<Encoding>> {
-        let _ = layers;
-        prompts
-            .iter()
-            .map(|_| Err(EngineError::Unsupported("hidden states")))
-            .collect()
-    }
-
-    /// The cross-request cache of template openings, for reports; `None` without one.
-    fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
-        None
-    }
-
-    /// Drops cached template openings (templates changed; entries are keyed by their tokens, so
-    /// this only frees memory sooner).
-    fn clear_prefix_cache(&self) {}
-
-    /// Greedy decoding after `prompt`, up to `max_tokens`, stopping at the end of the model's turn.
-    /// Each new piece of text is passed to `on_text` as it is produced.
-    fn generate(
-        &self,
-        prompt: &[Segment],
-        max_tokens: usize,
-        on_text: &mut dyn FnMut(&str),
-    ) -> Result<String>;
-}
-
-/// One prompt's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Scored {
-    /// P(Yes) against No, in (0, 1).
-    pub p_yes: f32,
-    /// Time from the start of the call until this answer was ready (shared work included).
-    pub elapsed_ms: f64,
-}
-
-/// The answers to a set of prompts about one message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Scores {
-    /// One per prompt, in order.
-    pub answers: Vec<Scored>,
-}
-
-/// A prompt's user text as the model reads it: the mean hidden state over its tokens after each
-/// requested layer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Encoding {
-    /// The layers, as requested.
-    pub layers: Vec<usize>,
-    /// One mean per layer, in the order of `layers`.
-    pub means: Vec<Vec<f32>>,
-    pub elapsed_ms: f64,
-}
-
-impl Encoding {
-    /// The mean after `layer`, if it was requested.
-    pub fn layer(&self, layer: usize) -> Option<&[f32]> {
-        let at = self.layers.iter().position(|&l| l == layer)?;
-        self.means.get(at).map(Vec::as_slice)
-    }
-}
-
-/// Which device to run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DeviceChoice {
-    /// CUDA when compiled in and a GPU is present, else CPU.
-    #[default]
-    Auto,
-    Cpu,
-    Cuda(usize),
-}
-
-impl std::str::FromStr for DeviceChoice {
-    type Err = EngineError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "cpu" => Ok(Self::Cpu),
-            "cuda" => Ok(Self::Cuda(0)),
-            other => other
-                .strip_prefix("cuda:")
-                .and_then(|n| n.parse().ok())
-                .map(Self::Cuda)
-                .ok_or_else(|| EngineError::UnknownDevice(other.to_string())),
-        }
-    }
-}
-
-impl DeviceChoice {
-    /// The device, and its name as reports show it (`cpu`, `cuda:0`).
-    pub fn open(self) -> Result<(Device, String)> {
-        let cuda = |ordinal: usize| -> Result<(Device, String)> {
-            if !candle_core::utils::cuda_is_available() {
-                return Err(EngineError::CudaNotBuilt);
-            }
-            let device = Device::new_cuda(ordinal).map_err(|e| {
-                // candle appends a backtrace to driver errors; the first line is the cause.
-                let cause = e.to_string();
-                let cause = cause.lines().next().unwrap_or_default().to_string();
-                EngineError::DeviceUnavailable(format!("cuda:{ordinal}: {cause}"))
-            })?;
-            Ok((device, format!("cuda:{ordinal}")))
-        };
-        match self {
-            Self::Cpu => Ok((Device::Cpu, "cpu".to_string())),
-            Self::Cuda(n) => cuda(n),
-            // A CUDA build on a machine whose GPU is missing or busy still runs, on the CPU.
-            Self::Auto if candle_core::utils::cuda_is_available() => cuda(0).or_else(|e| {
-                tracing::warn!(error = %e, "no usable GPU; running on the CPU");
-                Ok((Device::Cpu, "cpu".to_string()))
-            }),
-            Self::Auto => Ok((Device::Cpu, "cpu".to_string())),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct LoadOptions {
-    pub device: DeviceChoice,
-    /// `None`: the best format for the device (`WeightFormat::best_for`).
-    pub weight_format: Option<WeightFormat>,
-    /// Cap on prompt length in tokens; the model's own context when larger is never exceeded.
-    pub max_context: usize,
-    /// Memory for cached template openings, kept across requests (0 turns the cache off).
-    pub prefix_cache_bytes: usize,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        Self {
-            device: DeviceChoice::Auto,
-            weight_format: None,
-            // Attention here is computed densely; 4,096 tokens keeps one request's scratch memory
-            // in the low hundreds of MiB on CPU while covering any chat message.
-            max_context: 4096,
-            // 36 KiB per token for the 270M model, 136 KiB for 4B: room for many templates.
-            prefix_cache_bytes: 256 << 20,
-        }
-    }
-}
 
 pub struct GemmaEngine {
     model: Gemma3,
@@ -442,6 +258,10 @@ impl GemmaEngine {
         started: Instant,
     ) -> Result<Vec<Scores>> {
         let prompts: Vec<&EncodedPrompt> = messages.iter().flatten().collect();
+        if prompts.is_empty() {
+            // Messages with no prompts (every validator decided by its head) have no answers.
+            return Ok(messages.iter().map(|_| Scores::default()).collect());
+        }
         let (batch, openings) = self.pack(&prompts);
         let contexts = self.contexts_for(&openings)?;
         let hidden = self
@@ -577,91 +397,20 @@ impl LanguageModel for GemmaEngine {
 
     fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<Result<Scores>> {
         let started = Instant::now();
-        let mut results: Vec<Option<Result<Scores>>> = Vec::with_capacity(messages.len());
-        let mut runnable = Vec::new();
-        let mut encoded_batch = Vec::new();
-        for (i, prompts) in messages.iter().enumerate() {
-            let encoded = prompts
-                .iter()
-                .map(|p| self.encode_checked(p))
-                .collect::<Result<Vec<_>>>();
-            match encoded {
-                Ok(encoded) if encoded.is_empty() => results.push(Some(Ok(Scores {
-                    answers: Vec::new(),
-                }))),
-                Ok(encoded) => {
-                    results.push(None);
-                    runnable.push(i);
-                    encoded_batch.push(encoded);
-                }
-                Err(e) => results.push(Some(Err(e))),
-            }
-        }
-        match self.score_encoded(&encoded_batch, started) {
-            Ok(scores) => {
-                for (i, scored) in runnable.iter().zip(scores) {
-                    results[*i] = Some(Ok(scored));
-                }
-            }
-            // Should a batch fail as a whole, give each message its own answer (or error).
-            Err(e) if runnable.len() > 1 => {
-                tracing::warn!(error = %e, messages = runnable.len(), "batched scoring failed; scoring one message at a time");
-                for (i, encoded) in runnable.iter().zip(encoded_batch) {
-                    results[*i] = Some(
-                        self.score_encoded(std::slice::from_ref(&encoded), Instant::now())
-                            .map(|mut s| s.remove(0)),
-                    );
-                }
-            }
-            Err(e) => {
-                if let Some(&i) = runnable.first() {
-                    results[i] = Some(Err(e));
-                }
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(EngineError::EmptyPrompt)))
-            .collect()
+        let encoded = messages
+            .iter()
+            .map(|prompts| prompts.iter().map(|p| self.encode_checked(p)).collect())
+            .collect();
+        batch_or_one_by_one(encoded, "messages", |batch| {
+            self.score_encoded(batch, started)
+        })
     }
 
     fn encode_batch(&self, prompts: &[Prompt], layers: &[usize]) -> Vec<Result<Encoding>> {
-        let mut results: Vec<Option<Result<Encoding>>> = Vec::with_capacity(prompts.len());
-        let mut runnable = Vec::new();
-        let mut encoded = Vec::new();
-        for (i, prompt) in prompts.iter().enumerate() {
-            match self.encode_checked(prompt) {
-                Ok(e) => {
-                    results.push(None);
-                    runnable.push(i);
-                    encoded.push(e);
-                }
-                Err(e) => results.push(Some(Err(e))),
-            }
-        }
-        if !encoded.is_empty() {
-            match self.encode_encoded(&encoded, layers) {
-                Ok(encodings) => {
-                    for (i, encoding) in runnable.iter().zip(encodings) {
-                        results[*i] = Some(Ok(encoding));
-                    }
-                }
-                Err(e) if runnable.len() > 1 => {
-                    tracing::warn!(error = %e, prompts = runnable.len(), "batched encoding failed; encoding one prompt at a time");
-                    for (i, one) in runnable.iter().zip(encoded) {
-                        results[*i] = Some(
-                            self.encode_encoded(std::slice::from_ref(&one), layers)
-                                .map(|mut e| e.remove(0)),
-                        );
-                    }
-                }
-                Err(e) => results[runnable[0]] = Some(Err(e)),
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(EngineError::EmptyPrompt)))
-            .collect()
+        let encoded = prompts.iter().map(|p| self.encode_checked(p)).collect();
+        batch_or_one_by_one(encoded, "prompts", |batch| {
+            self.encode_encoded(batch, layers)
+        })
     }
 
     fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
@@ -707,8 +456,56 @@ impl LanguageModel for GemmaEngine {
     }
 }
 
+/// Runs `run` once over every item that `prepared` holds, in item order, so the model sees one
+/// batch. Items that failed to prepare keep their own error; should the batch fail as a whole,
+/// each item is run on its own, so one bad item never costs the others their answers.
+fn batch_or_one_by_one<P, T>(
+    prepared: Vec<Result<P>>,
+    what: &str,
+    run: impl Fn(&[P]) -> Result<Vec<T>>,
+) -> Vec<Result<T>> {
+    let mut results: Vec<Option<Result<T>>> = Vec::with_capacity(prepared.len());
+    let mut runnable = Vec::new();
+    let mut batch = Vec::new();
+    for (i, item) in prepared.into_iter().enumerate() {
+        match item {
+            Ok(item) => {
+                results.push(None);
+                runnable.push(i);
+                batch.push(item);
+            }
+            Err(e) => results.push(Some(Err(e))),
+        }
+    }
+    if !batch.is_empty() {
+        match run(&batch) {
+            Ok(outputs) => {
+                for (&i, output) in runnable.iter().zip(outputs) {
+                    results[i] = Some(Ok(output));
+                }
+            }
+            Err(e) if runnable.len() > 1 => {
+                tracing::warn!(error = %e, count = runnable.len(), "batched run over {what} failed; running them one at a time");
+                for (&i, item) in runnable.iter().zip(batch) {
+                    results[i] = Some(
+                        run(std::slice::from_ref(&item))
+                            .and_then(|mut out| out.pop().ok_or(EngineError::EmptyPrompt)),
+                    );
+                }
+            }
+            Err(e) => results[runnable[0]] = Some(Err(e)),
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or(Err(EngineError::EmptyPrompt)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use candle_core::Device;
+
     use super::*;
 
     #[test]
@@ -720,41 +517,6 @@ mod tests {
         assert_eq!(mean_rows(&hidden, &[1, 3])?, vec![3.0, 30.0]);
         assert!(mean_rows(&hidden, &[])?.is_empty());
         Ok(())
-    }
-
-    #[test]
-    fn parses_devices() {
-        assert_eq!("cpu".parse::<DeviceChoice>().ok(), Some(DeviceChoice::Cpu));
-        assert_eq!(
-            "cuda:1".parse::<DeviceChoice>().ok(),
-            Some(DeviceChoice::Cuda(1))
-        );
-        assert!("tpu".parse::<DeviceChoice>().is_err());
-    }
-
-    #[test]
-    fn weight_formats_parse_and_follow_the_device() {
-        assert_eq!("bf16".parse(), Ok(WeightFormat::Bf16));
-        // "dense" was the f32 format's name before bf16 existed; old settings keep working.
-        assert_eq!("dense".parse(), Ok(WeightFormat::F32));
-        assert_eq!("q".parse(), Ok(WeightFormat::Quantized));
-        assert!("int8".parse::<WeightFormat>().is_err());
-        assert_eq!(WeightFormat::best_for(&Device::Cpu), WeightFormat::F32);
-        assert_eq!(WeightFormat::Bf16.activation_dtype(), DType::BF16);
-        for format in [
-            WeightFormat::F32,
-            WeightFormat::Bf16,
-            WeightFormat::Quantized,
-        ] {
-            assert_eq!(format.name().parse(), Ok(format));
-        }
-    }
-
-    #[test]
-    fn the_cpu_opens_under_its_own_name() {
-        let (device, name) = DeviceChoice::Cpu.open().expect("cpu");
-        assert!(device.is_cpu());
-        assert_eq!(name, "cpu");
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub enum EngineError {
     Unsupported(&'static str),
     #[error("empty prompt")]
     EmptyPrompt,
+    #[error("{0}")]
+    UnknownWeightFormat(String),
     #[error("unknown device {0:?}: use auto, cpu, cuda or cuda:N")]
     UnknownDevice(String),
     #[error("this build has no GPU support: rebuild with `--features cuda` (scripts/build-cuda.sh) or use --device cpu")]

@@ -7,9 +7,11 @@ mod cost;
 mod engine;
 mod error;
 mod hash;
+mod language_model;
 mod model;
 mod packing;
 mod prefix_cache;
+mod request;
 mod source;
 mod synthetic;
 mod tokenizer;
@@ -17,14 +19,15 @@ mod tokenizer;
 pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
-pub use engine::{
-    DeviceChoice, Encoding, GemmaEngine, LanguageModel, LoadOptions, ModelInfo, Prompt, Scored,
-    Scores, SYNTHETIC_WARNING,
-};
+pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
+pub use language_model::{
+    Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
+};
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
 pub use prefix_cache::PrefixCacheStats;
+pub use request::{DeviceChoice, DownloadReport, LoadOptions, ModelRequest};
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,
     ResolvedModel, WeightFiles, MODEL_DIR_ENV,

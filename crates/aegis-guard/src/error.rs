@@ -10,6 +10,11 @@ pub enum GuardError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "no validator templates folder: looked in {}; {hint}",
+        list_paths(looked)
+    )]
+    PromptsNotFound { looked: Vec<PathBuf>, hint: String },
     #[error("no usable validator templates in {0}")]
     NoValidators(PathBuf),
     #[error("the text is empty: give a message to check")]
@@ -33,3 +38,11 @@ pub enum GuardError {
 }
 
 pub type Result<T, E = GuardError> = std::result::Result<T, E>;
+
+fn list_paths(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -6,6 +6,7 @@ mod error;
 mod guard;
 mod heads;
 mod language;
+mod prompts_dir;
 mod template;
 mod training;
 
@@ -20,6 +21,7 @@ pub use heads::{
     load_heads, ENCODING_PREAMBLE, HEADS_DIR,
 };
 pub use language::Language;
+pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
 pub use template::{load_validators, LoadedValidators, Rejection, Validator, PLACEHOLDER};
 pub use training::{
     message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures,

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{resolve, GemmaEngine, HubOptions, LoadOptions, ModelSpec};
+use aegis_engine::ModelRequest;
 use aegis_guard::Guard;
 use aegis_server::{router, AppState, ServerConfig, Worker};
 use aegis_store::{HistoryFilter, Store};
@@ -42,8 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     runtime.block_on(async move {
         let dir = tempfile::tempdir()?;
         let store = Arc::new(Store::open(&dir.path().join("history.db")).await?);
-        let resolved = resolve(&ModelSpec::Default, &HubOptions::default())?;
-        let engine = Arc::new(GemmaEngine::load(&resolved, &LoadOptions::default())?);
+        let engine = Arc::new(ModelRequest::new("default").load()?.0);
         let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
         let worker = Worker::start(queue, move || {
             Guard::from_dir(engine, &prompts).map(|(g, _)| g).map_err(|e| e.to_string())

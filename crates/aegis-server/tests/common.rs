@@ -2,7 +2,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use aegis_engine::{resolve, GemmaEngine, HubOptions, LoadOptions, ModelSpec};
+use aegis_engine::{GemmaEngine, ModelRequest};
 use aegis_guard::Guard;
 use aegis_server::{router, AppState, ServerConfig, Worker};
 use aegis_store::Store;
@@ -11,9 +11,10 @@ pub fn engine() -> Arc<GemmaEngine> {
     static ENGINE: OnceLock<Arc<GemmaEngine>> = OnceLock::new();
     ENGINE
         .get_or_init(|| {
-            let resolved = resolve(&ModelSpec::Default, &HubOptions::default())
+            let (engine, _) = ModelRequest::new("default")
+                .load()
                 .expect("the default model; run scripts/setup-model.sh");
-            Arc::new(GemmaEngine::load(&resolved, &LoadOptions::default()).expect("load"))
+            Arc::new(engine)
         })
         .clone()
 }

@@ -11,6 +11,10 @@ model: string,
  */
 device: string, 
 /**
+ * auto (f32 on CPU, bf16 on GPU), f32, bf16 or quantized.
+ */
+weights: string, 
+/**
  * The validator templates; the shipped `prompt_guard/` when empty.
  */
 prompts_dir: string, 

@@ -96,7 +96,7 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
     let (engine, files) = args.guard.model.load_with_files()?;
     let engine = Arc::new(engine);
     let model: Arc<dyn LanguageModel> = engine.clone();
-    let prompts_dir = args.guard.prompts_dir();
+    let prompts_dir = args.guard.prompts_dir()?;
     let (guard, _) = Guard::from_dir(model.clone(), &prompts_dir)?;
     let validators = guard.validators().to_vec();
     let rss_after_load = memory_kib("VmRSS");
