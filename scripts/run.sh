@@ -12,4 +12,4 @@ if [ $# -gt 0 ]; then
   exec cargo run --quiet --release -p aegis-cli -- "$@"
 fi
 bash scripts/build-ui.sh
-exec cargo run --quiet -p aegis-console
+exec cargo run --quiet --release -p aegis-console

@@ -9,16 +9,17 @@ use ts_rs::TS;
 
 fn export(out: &Path) {
     let all = [
-        crate::console::ConsoleEvent::export_all_to(out),
-        crate::console::CheckResult::export_all_to(out),
-        crate::console::FilePreview::export_all_to(out),
-        crate::console::HistoryQuery::export_all_to(out),
-        crate::console::TryRow::export_all_to(out),
-        crate::console::AppInfo::export_all_to(out),
+        aegis_app::console::ConsoleEvent::export_all_to(out),
+        aegis_app::console::CheckResult::export_all_to(out),
+        aegis_app::console::FilePreview::export_all_to(out),
+        aegis_app::console::HistoryQuery::export_all_to(out),
+        aegis_app::console::TryRow::export_all_to(out),
+        aegis_app::console::AppInfo::export_all_to(out),
         crate::error::CommandError::export_all_to(out),
-        crate::http::HttpStatus::export_all_to(out),
-        crate::settings::Settings::export_all_to(out),
-        crate::templates::TemplateFile::export_all_to(out),
+        aegis_app::error::ErrorKind::export_all_to(out),
+        aegis_app::http::HttpStatus::export_all_to(out),
+        aegis_app::settings::Settings::export_all_to(out),
+        aegis_app::templates::TemplateFile::export_all_to(out),
         aegis_import::ImportSummary::export_all_to(out),
         aegis_store::HistoryPage::export_all_to(out),
         aegis_store::VerdictDetail::export_all_to(out),
@@ -26,7 +27,7 @@ fn export(out: &Path) {
         aegis_store::TemplateSave::export_all_to(out),
         aegis_store::Decision::export_all_to(out),
         aegis_store::EvalRunSummary::export_all_to(out),
-        crate::evaluation::EvalView::export_all_to(out),
+        aegis_app::evaluation::EvalView::export_all_to(out),
         aegis_eval::Comparison::export_all_to(out),
     ];
     for result in all {

@@ -12,14 +12,14 @@ use aegis_store::{
 };
 use tauri::State;
 
-use crate::console::{
+use crate::error::CommandError;
+use aegis_app::console::{
     AppInfo, CheckResult, Console, FilePreview, HistoryQuery, ModelState, TryRow,
 };
-use crate::error::CommandError;
-use crate::evaluation::EvalView;
-use crate::http::HttpStatus;
-use crate::settings::Settings;
-use crate::templates::TemplateFile;
+use aegis_app::evaluation::EvalView;
+use aegis_app::http::HttpStatus;
+use aegis_app::settings::Settings;
+use aegis_app::templates::TemplateFile;
 
 type Console_<'a> = State<'a, Arc<Console>>;
 type Answer<T> = Result<T, CommandError>;
@@ -89,7 +89,7 @@ pub async fn history(
     let after = after
         .map(|c| c.parse())
         .transpose()
-        .map_err(|e: aegis_store::StoreError| crate::error::ConsoleError::from(e))?;
+        .map_err(|e: aegis_store::StoreError| aegis_app::error::ConsoleError::from(e))?;
     Ok(console.history(&query, after, limit).await?)
 }
 

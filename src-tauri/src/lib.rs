@@ -4,12 +4,7 @@
 #[cfg(all(test, feature = "ts"))]
 mod bindings;
 mod commands;
-pub mod console;
-pub mod error;
-pub mod evaluation;
-pub mod http;
-pub mod settings;
-pub mod templates;
+mod error;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +12,7 @@ use std::sync::Arc;
 use aegis_guard::{find_prompts_dir, PROMPTS_FOLDER};
 use tauri::{Emitter, Manager};
 
-use crate::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
+use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
 
 struct TauriEvents(tauri::AppHandle);
 

@@ -17,6 +17,7 @@ import type { HistoryPage } from "../bindings/HistoryPage";
 import type { HistoryQuery } from "../bindings/HistoryQuery";
 import type { HttpStatus } from "../bindings/HttpStatus";
 import type { ImportSummary } from "../bindings/ImportSummary";
+import type { ErrorKind } from "../bindings/ErrorKind";
 import type { ModelState } from "../bindings/ModelState";
 import type { ReviewQueue } from "../bindings/ReviewQueue";
 import type { Settings } from "../bindings/Settings";
@@ -27,9 +28,10 @@ import type { VerdictDetail } from "../bindings/VerdictDetail";
 
 /** A command's failure, as thrown by every call below. */
 export class ConsoleFailure extends Error {
-  kind: string;
+  /** The console's kind, or "internal" when the call never reached it. */
+  kind: ErrorKind | "internal";
   line: number | null;
-  constructor(error: CommandError) {
+  constructor(error: CommandError | { kind: "internal"; message: string; line: null }) {
     super(error.message);
     this.kind = error.kind;
     this.line = error.line;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aegis_console::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
-use aegis_console::error::{CommandError, ConsoleError};
+use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
+use aegis_app::error::{ConsoleError, ErrorKind};
 use aegis_guard::{ScoreSource, Status};
 use aegis_store::Decision;
 
@@ -27,7 +27,7 @@ struct Fixture {
 }
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -66,8 +66,19 @@ async fn start() -> Fixture {
     }
 }
 
-fn kind(error: ConsoleError) -> CommandError {
-    CommandError::from(error)
+/// An error as the window receives it.
+struct Reported {
+    kind: ErrorKind,
+    message: String,
+    line: Option<u32>,
+}
+
+fn kind(error: ConsoleError) -> Reported {
+    Reported {
+        kind: error.kind(),
+        line: error.line(),
+        message: error.to_string(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -92,17 +103,17 @@ async fn checks_are_decided_by_heads_recorded_and_bad_input_is_refused() {
     assert_eq!(detail.templates.len(), 4);
 
     let empty = f.console.check("   ".into()).await.expect_err("empty");
-    assert_eq!(kind(empty).kind, "invalid");
+    assert_eq!(kind(empty).kind, ErrorKind::Invalid);
     let huge = f
         .console
         .check("a".repeat(70 * 1024))
         .await
         .expect_err("huge");
     let huge = kind(huge);
-    assert_eq!(huge.kind, "invalid");
+    assert_eq!(huge.kind, ErrorKind::Invalid);
     assert!(huge.message.contains("64 KiB"), "{}", huge.message);
     let missing = f.console.verdict(999).await.expect_err("missing");
-    assert_eq!(kind(missing).kind, "not_found");
+    assert_eq!(kind(missing).kind, ErrorKind::NotFound);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -138,7 +149,7 @@ async fn an_import_reports_progress_then_a_tally_and_fills_the_review_queue() {
         .console
         .preview_file(Path::new("/nonexistent/x.xlsx"))
         .expect_err("bad type");
-    assert_eq!(kind(bad).kind, "file");
+    assert_eq!(kind(bad).kind, ErrorKind::File);
 
     // Failed imports (toxic, financial advice) wait for review; the decisions stick and undo.
     let queue = f.console.review_queue(50).await.expect("queue");
@@ -238,7 +249,7 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
             .await
             .expect_err("broken"),
     );
-    assert_eq!(refused.kind, "template");
+    assert_eq!(refused.kind, ErrorKind::Template);
     let line = original
         .lines()
         .position(|l| l.starts_with("threshold:"))
@@ -404,17 +415,17 @@ async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied(
         .apply_threshold("toxic", 1.5)
         .await
         .expect_err("out of range");
-    assert_eq!(kind(bad).kind, "template");
+    assert_eq!(kind(bad).kind, ErrorKind::Template);
     let missing = f
         .console
         .evaluate("e3".into(), Path::new("/no/such.jsonl"), None, None)
         .await
         .expect_err("missing file");
-    assert_eq!(kind(missing).kind, "file");
+    assert_eq!(kind(missing).kind, ErrorKind::File);
     let seed_only = f
         .console
         .evaluate("e4".into(), &data, None, Some(3))
         .await
         .expect_err("seed without limit");
-    assert_eq!(kind(seed_only).kind, "invalid");
+    assert_eq!(kind(seed_only).kind, ErrorKind::Invalid);
 }

@@ -1,0 +1,131 @@
+//! History as the window browses it: filters, single verdicts, exports and the review queue.
+
+use std::path::Path;
+
+use aegis_guard::Status;
+use aegis_store::{
+    parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryPage, NewReview, ReviewQueue,
+    Source, VerdictDetail,
+};
+use serde::Deserialize;
+
+use crate::error::ConsoleError;
+
+use super::*;
+
+/// History filters as the window sends them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(default)]
+pub struct HistoryQuery {
+    pub text: Option<String>,
+    /// passed or failed.
+    pub status: Option<String>,
+    /// Verdicts this validator failed.
+    pub validator: Option<String>,
+    /// typed, import, http or cli.
+    pub source: Option<String>,
+    /// YYYY-MM-DD, inclusive.
+    pub since: Option<String>,
+    /// YYYY-MM-DD, inclusive.
+    pub until: Option<String>,
+}
+
+impl Console {
+    pub async fn review_queue(&self, limit: u32) -> Result<ReviewQueue, ConsoleError> {
+        let margin = lock(&self.settings).review_margin;
+        Ok(self.store.review_queue(margin, limit).await?)
+    }
+
+    pub async fn review(
+        &self,
+        verdict_id: i64,
+        decision: Decision,
+        note: String,
+    ) -> Result<i64, ConsoleError> {
+        let reviewer = lock(&self.settings).reviewer.clone();
+        Ok(self
+            .store
+            .add_review(&NewReview {
+                verdict_id,
+                reviewer,
+                decision,
+                validators: Default::default(),
+                note,
+            })
+            .await?)
+    }
+
+    pub async fn undo_review(&self, review_id: i64) -> Result<bool, ConsoleError> {
+        Ok(self.store.delete_review(review_id).await?)
+    }
+
+    pub async fn history(
+        &self,
+        query: &HistoryQuery,
+        after: Option<Cursor>,
+        limit: u32,
+    ) -> Result<HistoryPage, ConsoleError> {
+        Ok(self.store.list(&filter_of(query)?, after, limit).await?)
+    }
+
+    pub async fn history_count(&self, query: &HistoryQuery) -> Result<i64, ConsoleError> {
+        Ok(self.store.count(&filter_of(query)?).await?)
+    }
+
+    pub async fn verdict(&self, verdict_id: i64) -> Result<VerdictDetail, ConsoleError> {
+        self.store
+            .get(verdict_id)
+            .await?
+            .ok_or(ConsoleError::NotFound(verdict_id))
+    }
+
+    /// Writes the filtered history to `path` (CSV or JSONL by its extension); returns the count.
+    pub async fn export(&self, query: &HistoryQuery, path: &Path) -> Result<u64, ConsoleError> {
+        let format = match path.extension().and_then(|e| e.to_str()) {
+            Some("csv") => ExportFormat::Csv,
+            Some("jsonl") => ExportFormat::Jsonl,
+            _ => {
+                return Err(ConsoleError::Invalid(
+                    "export to a .csv or .jsonl file".into(),
+                ))
+            }
+        };
+        let filter = filter_of(query)?;
+        let mut buffer: Vec<u8> = Vec::new();
+        let count = self.store.export(&filter, format, &mut buffer).await?;
+        crate::settings::write_atomically(path, &buffer)?;
+        Ok(count)
+    }
+}
+
+fn filter_of(query: &HistoryQuery) -> Result<HistoryFilter, ConsoleError> {
+    let present = |s: &Option<String>| {
+        s.as_ref()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    const DAY_MS: i64 = 86_400_000;
+    Ok(HistoryFilter {
+        status: match present(&query.status).as_deref() {
+            None => None,
+            Some("passed") => Some(Status::Passed),
+            Some("failed") => Some(Status::Failed),
+            Some(other) => {
+                return Err(ConsoleError::Invalid(format!(
+                    "unknown status {other:?}: use passed or failed"
+                )))
+            }
+        },
+        failed_validator: present(&query.validator),
+        source: present(&query.source)
+            .map(|s| s.parse::<Source>())
+            .transpose()?,
+        since: present(&query.since).map(|d| parse_day(&d)).transpose()?,
+        until: present(&query.until)
+            .map(|d| parse_day(&d).map(|start| start + DAY_MS))
+            .transpose()?,
+        text: present(&query.text),
+        ..HistoryFilter::default()
+    })
+}

@@ -1,0 +1,104 @@
+//! Files of messages: previewing their columns, importing them through the guard into history.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aegis_import::{csv_columns, import_file, CheckFailure, ImportSummary, MessageFile};
+use aegis_server::WorkerError;
+use serde::Serialize;
+
+use crate::error::ConsoleError;
+
+use super::*;
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct FilePreview {
+    pub path: String,
+    /// CSV header; null for TXT and JSONL.
+    pub columns: Option<Vec<String>>,
+    /// The column chosen when the user chooses none.
+    pub suggested_column: Option<String>,
+}
+
+impl Console {
+    pub fn preview_file(&self, path: &Path) -> Result<FilePreview, ConsoleError> {
+        let columns = csv_columns(path)?;
+        let suggested_column = columns.as_ref().and_then(|c| {
+            ["text", "question", "message"]
+                .iter()
+                .find(|want| c.iter().any(|h| h.eq_ignore_ascii_case(want)))
+                .and_then(|want| c.iter().find(|h| h.eq_ignore_ascii_case(want)).cloned())
+                .or_else(|| c.first().cloned())
+        });
+        Ok(FilePreview {
+            path: path.display().to_string(),
+            columns,
+            suggested_column,
+        })
+    }
+
+    /// Imports a file under `import_id`; progress goes out as events, and `cancel` with
+    /// the same id stops it between rows. The same file again resumes where it stopped.
+    pub async fn import(
+        &self,
+        import_id: String,
+        path: &Path,
+        column: Option<String>,
+    ) -> Result<ImportSummary, ConsoleError> {
+        let file = MessageFile::read(path, column.as_deref())?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        lock(&self.running).insert(import_id.clone(), cancel.clone());
+        let worker = self.worker()?;
+        let events = self.events.clone();
+        let result = import_file(
+            &self.store,
+            &file,
+            None,
+            |text| {
+                let worker = worker.clone();
+                async move {
+                    if text.len() > MAX_TEXT_BYTES {
+                        return Err(CheckFailure::BadRow(too_long(text.len())));
+                    }
+                    loop {
+                        match worker.check(text.clone()).await {
+                            Ok(c) => return Ok((c.verdict, c.templates)),
+                            // Typed checks and HTTP clients share the queue; wait our turn.
+                            Err(WorkerError::Busy(_)) => {
+                                tokio::time::sleep(Duration::from_millis(200)).await
+                            }
+                            Err(WorkerError::Guard(e)) => {
+                                return Err(CheckFailure::BadRow(e.to_string()))
+                            }
+                            Err(e) => return Err(CheckFailure::Fatal(e.to_string())),
+                        }
+                    }
+                }
+            },
+            |progress| {
+                events.emit(ConsoleEvent::Import {
+                    import_id: import_id.clone(),
+                    progress: progress.clone(),
+                })
+            },
+            &cancel,
+        )
+        .await;
+        lock(&self.running).remove(&import_id);
+        Ok(result?)
+    }
+
+    /// Stops the import or evaluation running under `id` between messages.
+    pub fn cancel(&self, run_id: &str) -> bool {
+        match lock(&self.running).get(run_id) {
+            Some(flag) => {
+                flag.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+}

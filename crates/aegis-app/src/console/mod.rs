@@ -1,0 +1,285 @@
+//! The console as a service: everything the window asks for, without the window. Tauri commands
+//! are thin calls into this; tests drive it directly with the real model and a real history file.
+
+mod editor;
+mod history;
+mod imports;
+mod model;
+
+pub use editor::TryRow;
+pub use history::HistoryQuery;
+pub use imports::FilePreview;
+pub use model::{Download, ModelState};
+
+use editor::describe;
+use model::loading_state;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use aegis_guard::{GuardError, Language, Verdict};
+use aegis_server::{Worker, WorkerError};
+use aegis_store::{NewVerdict, Source, Store};
+use serde::Serialize;
+
+use crate::error::ConsoleError;
+use crate::http::{HttpServer, HttpStatus};
+use crate::settings::Settings;
+use crate::templates::TemplateProblem;
+
+/// How many checks may wait for the model at once (the typing user, an import, HTTP clients).
+const QUEUE: usize = 64;
+/// Longest message accepted from the window, in bytes (the HTTP API's limit too).
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// Something the window should hear about without asking.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ConsoleEvent {
+    Model(ModelState),
+    /// Templates changed on disk (saved here or by another editor) and the guard reloaded.
+    TemplatesChanged,
+    Import {
+        import_id: String,
+        progress: aegis_import::ImportProgress,
+    },
+    /// Messages of a dataset scored so far by the evaluation `eval_id`.
+    Eval {
+        eval_id: String,
+        done: usize,
+        total: usize,
+    },
+}
+
+/// Where the window's events go: Tauri's emitter in the app, a recorder in tests.
+pub trait EventSink: Send + Sync + 'static {
+    fn emit(&self, event: ConsoleEvent);
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CheckResult {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub verdict_id: i64,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct AppInfo {
+    pub version: String,
+    pub data_dir: String,
+    pub history_path: String,
+    pub prompts_dir: String,
+    /// Resident memory of the app now, in bytes (Linux), for the settings screen.
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub memory_bytes: Option<u64>,
+    /// From the app's start to this call, for measuring launch.
+    pub uptime_ms: f64,
+}
+
+pub struct ConsoleConfig {
+    pub data_dir: PathBuf,
+    /// Used when the settings name no templates folder.
+    pub default_prompts_dir: PathBuf,
+    pub events: Arc<dyn EventSink>,
+    /// Overrides the settings' model (tests, `AEGIS_MODEL`).
+    pub model_override: Option<String>,
+}
+
+pub struct Console {
+    data_dir: PathBuf,
+    default_prompts_dir: PathBuf,
+    model_override: Option<String>,
+    started: Instant,
+    settings: Mutex<Settings>,
+    store: Arc<Store>,
+    /// None only until `start` has begun loading the model.
+    worker: RwLock<Option<Worker>>,
+    model: Arc<Mutex<ModelState>>,
+    /// Broken templates and unusable heads from the last (re)load.
+    problems: Arc<RwLock<Vec<(String, TemplateProblem)>>>,
+    pub(crate) events: Arc<dyn EventSink>,
+    http: tokio::sync::Mutex<HttpServer>,
+    /// Cancel flags of running imports and evaluations, by the id the window gave them.
+    pub(crate) running: Mutex<HashMap<String, Arc<AtomicBool>>>,
+}
+
+impl Console {
+    pub async fn start(config: ConsoleConfig) -> Result<Arc<Self>, ConsoleError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| ConsoleError::Io {
+            path: config.data_dir.clone(),
+            source,
+        })?;
+        let settings = Settings::load(&config.data_dir.join("settings.json"));
+        let store = Arc::new(Store::open(&config.data_dir.join("history.db")).await?);
+        let model = Arc::new(Mutex::new(loading_state(&settings.model, "")));
+        let console = Arc::new(Self {
+            data_dir: config.data_dir,
+            default_prompts_dir: config.default_prompts_dir,
+            model_override: config.model_override,
+            started: Instant::now(),
+            settings: Mutex::new(settings),
+            store,
+            worker: RwLock::new(None),
+            model,
+            problems: Arc::new(RwLock::new(Vec::new())),
+            events: config.events,
+            http: tokio::sync::Mutex::new(HttpServer::default()),
+            running: Mutex::new(HashMap::new()),
+        });
+        console.load_model();
+        let http = console.settings().http;
+        if http.enabled {
+            if let Err(e) = console.apply_http(&http).await {
+                tracing::warn!(error = %e, "the HTTP endpoint did not start");
+            }
+        }
+        Ok(console)
+    }
+
+    pub fn settings(&self) -> Settings {
+        lock(&self.settings).clone()
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub(crate) fn worker(&self) -> Result<Worker, ConsoleError> {
+        self.worker
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or(ConsoleError::Worker(WorkerError::Loading))
+    }
+
+    pub fn prompts_dir(&self) -> PathBuf {
+        let configured = lock(&self.settings).prompts_dir.clone();
+        if configured.trim().is_empty() {
+            self.default_prompts_dir.clone()
+        } else {
+            PathBuf::from(configured)
+        }
+    }
+
+    fn rejection_language(&self) -> Option<Language> {
+        match lock(&self.settings).rejection_language.as_str() {
+            "id" => Some(Language::Indonesian),
+            "en" => Some(Language::English),
+            _ => None,
+        }
+    }
+
+    pub fn app_info(&self) -> AppInfo {
+        AppInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            data_dir: self.data_dir.display().to_string(),
+            history_path: self.store.path().display().to_string(),
+            prompts_dir: self.prompts_dir().display().to_string(),
+            memory_bytes: resident_memory(),
+            uptime_ms: self.started.elapsed().as_secs_f64() * 1e3,
+        }
+    }
+
+    /// Checks a typed message and records it.
+    pub async fn check(&self, text: String) -> Result<CheckResult, ConsoleError> {
+        check_size(&text)?;
+        if text.trim().is_empty() {
+            return Err(GuardError::EmptyText.into());
+        }
+        let checked = self.worker()?.check(text.clone()).await?;
+        let verdict_id = self
+            .store
+            .record(&NewVerdict {
+                text: &text,
+                source: Source::Typed,
+                user_id: None,
+                import: None,
+                verdict: &checked.verdict,
+                templates: &checked.templates,
+            })
+            .await?;
+        Ok(CheckResult {
+            verdict_id,
+            verdict: checked.verdict,
+        })
+    }
+
+    /// Applies new settings: reloads the model when it changed, the guard when the templates
+    /// folder or rejection language did, and starts or stops the HTTP endpoint.
+    pub async fn update_settings(
+        self: &Arc<Self>,
+        new: Settings,
+    ) -> Result<Settings, ConsoleError> {
+        new.validate()?;
+        let old = self.settings();
+        if new.http.enabled {
+            crate::http::validate(&new.http)?;
+        }
+        new.save(&self.data_dir.join("settings.json"))?;
+        *lock(&self.settings) = new.clone();
+        if new.model != old.model || new.device != old.device || new.weights != old.weights {
+            self.load_model();
+            // The endpoint serves through the worker; give it the new one.
+            if new.http.enabled {
+                self.http.lock().await.stop().await;
+            }
+        } else if new.prompts_dir != old.prompts_dir
+            || new.rejection_language != old.rejection_language
+        {
+            self.reload_templates()?;
+        }
+        self.apply_http(&new.http).await?;
+        Ok(new)
+    }
+
+    async fn apply_http(&self, http: &crate::settings::HttpSettings) -> Result<(), ConsoleError> {
+        let mut server = self.http.lock().await;
+        if http.enabled {
+            server
+                .ensure(http, self.worker()?, self.store.clone())
+                .await
+        } else {
+            server.stop().await;
+            Ok(())
+        }
+    }
+
+    pub async fn http_status(&self) -> HttpStatus {
+        self.http.lock().await.status()
+    }
+
+    pub async fn shutdown(&self) {
+        self.http.lock().await.stop().await;
+    }
+}
+
+fn check_size(text: &str) -> Result<(), ConsoleError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(ConsoleError::Invalid(too_long(text.len())));
+    }
+    Ok(())
+}
+
+fn too_long(bytes: usize) -> String {
+    format!(
+        "the message is {bytes} bytes; the console checks messages up to {} KiB",
+        MAX_TEXT_BYTES / 1024
+    )
+}
+
+fn resident_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
