@@ -173,7 +173,7 @@ impl Store {
                 ScoreSource::Prompt => "prompt",
                 ScoreSource::Head => "head",
             })
-            .bind(f64::from(r.threshold))
+            .bind(as_written(r.threshold))
             .bind(r.passed)
             .bind(r.latency_ms)
             .bind(&r.key)
@@ -202,5 +202,21 @@ impl Store {
             known.insert((t.key.clone(), t.content_hash.clone()));
         }
         Ok(verdict_id)
+    }
+}
+
+/// The f64 whose shortest decimal is the f32's: a template's `threshold: 0.392` is stored and
+/// shown as 0.392, not as the widened 0.3919999897480011.
+fn as_written(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thresholds_are_stored_as_the_decimal_written() {
+        assert_eq!(super::as_written(0.392), 0.392);
+        assert_eq!(super::as_written(0.5), 0.5);
+        assert_eq!(super::as_written(0.166).to_string(), "0.166");
     }
 }
