@@ -48,9 +48,9 @@ pub fn template_path(dir: &Path, key: &str) -> Result<PathBuf, ConsoleError> {
 pub fn parse(dir: &Path, key: &str, content: &str) -> Result<Validator, ConsoleError> {
     let path = template_path(dir, key)?;
     Validator::parse(&path, content).map_err(|e| match e {
-        GuardError::Template { problem, .. } => ConsoleError::Template {
+        GuardError::Template { problem, line, .. } => ConsoleError::Template {
             key: key.to_string(),
-            line: problem_line(content, &problem),
+            line,
             message: problem,
         },
         other => ConsoleError::Guard(other),
@@ -83,42 +83,6 @@ pub fn save(dir: &Path, key: &str, content: &str) -> Result<Validator, ConsoleEr
     Ok(validator)
 }
 
-/// The 1-based line of the file a template problem points at, when it can be told.
-pub fn problem_line(content: &str, problem: &str) -> Option<u32> {
-    // serde_yaml says "at line N column M", counted inside the front matter, which starts on the
-    // file's second line.
-    if let Some(rest) = problem.split(" at line ").nth(1) {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse::<u32>() {
-            return Some(n + 1);
-        }
-    }
-    let line_of =
-        |pred: &dyn Fn(&str) -> bool| content.lines().position(pred).map(|i| i as u32 + 1);
-    if problem.contains("front matter block") {
-        return Some(1);
-    }
-    if problem.contains("not closed") {
-        return Some(content.lines().count().max(1) as u32);
-    }
-    for field in ["threshold", "name", "rejection"] {
-        if problem.starts_with(field) {
-            let prefix = format!("{field}:");
-            return line_of(&|l: &str| l.starts_with(&prefix));
-        }
-    }
-    if problem.contains(aegis_guard::PLACEHOLDER) || problem.contains("placeholder") {
-        let second = content
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| l.contains(aegis_guard::PLACEHOLDER))
-            .nth(1)
-            .map(|(i, _)| i as u32 + 1);
-        return second.or_else(|| Some(content.lines().count().max(1) as u32));
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +98,7 @@ mod tests {
             (GOOD.replace("name: Spam", "name: [unclosed"), 2),
             (GOOD.replace("{{message}}", "no placeholder"), 8),
             (GOOD.replacen("---\n", "", 1), 1),
+            (GOOD.replace("spam?", "spam? {{message}} twice"), 8),
         ];
         for (content, line) in cases {
             match parse(dir, "spam", &content) {

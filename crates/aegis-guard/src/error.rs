@@ -3,7 +3,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum GuardError {
     #[error("{path}: {problem}")]
-    Template { path: PathBuf, problem: String },
+    Template {
+        path: PathBuf,
+        problem: String,
+        /// The 1-based line of the file the problem is on, when it has one.
+        line: Option<u32>,
+    },
     #[error("cannot read the templates folder {path}: {source}")]
     TemplatesDir {
         path: PathBuf,

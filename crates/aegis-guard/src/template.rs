@@ -74,10 +74,21 @@ pub struct Validator {
 
 impl Validator {
     pub fn parse(path: &Path, content: &str) -> Result<Self> {
-        let problem = |problem: String| GuardError::Template {
+        let problem_at = |problem: String, line: Option<usize>| GuardError::Template {
             path: path.to_path_buf(),
             problem,
+            line: line.map(|l| l as u32),
         };
+        let problem = |problem: String| problem_at(problem, None);
+        // Lines are 1-based and counted in the file as written (a BOM is not a line).
+        let line_where = |pred: &dyn Fn(&str) -> bool| {
+            content
+                .lines()
+                .position(|l| pred(l.trim_start_matches('\u{feff}')))
+                .map(|i| i + 1)
+        };
+        let last_line = content.lines().count().max(1);
+        let field_line = |field: &str| line_where(&|l: &str| l.starts_with(&format!("{field}:")));
         let key = path
             .file_stem()
             .and_then(|s| s.to_str())
@@ -93,38 +104,62 @@ impl Validator {
             .strip_prefix("---\n")
             .or_else(|| content.strip_prefix("---\r\n"))
             .ok_or_else(|| {
-                problem("must start with a front matter block opened by a --- line".into())
+                problem_at(
+                    "must start with a front matter block opened by a --- line".into(),
+                    Some(1),
+                )
             })?;
-        let (yaml, body) = split_front_matter(rest)
-            .ok_or_else(|| problem("the front matter is not closed by a --- line".into()))?;
-        let front: FrontMatter =
-            serde_yaml::from_str(yaml).map_err(|e| problem(format!("bad front matter: {e}")))?;
+        let (yaml, body) = split_front_matter(rest).ok_or_else(|| {
+            problem_at(
+                "the front matter is not closed by a --- line".into(),
+                Some(last_line),
+            )
+        })?;
+        let front: FrontMatter = serde_yaml::from_str(yaml).map_err(|e| {
+            // serde_yaml counts lines inside the front matter, which starts on line 2.
+            let line = e.location().map(|at| at.line() + 1);
+            problem_at(format!("bad front matter: {e}"), line)
+        })?;
         if !(front.threshold > 0.0 && front.threshold < 1.0) {
-            return Err(problem(format!(
-                "threshold must be between 0 and 1 (exclusive), not {}",
-                front.threshold
-            )));
+            return Err(problem_at(
+                format!(
+                    "threshold must be between 0 and 1 (exclusive), not {}",
+                    front.threshold
+                ),
+                field_line("threshold"),
+            ));
         }
         if front.name.trim().is_empty() {
-            return Err(problem("name must not be empty".into()));
+            return Err(problem_at(
+                "name must not be empty".into(),
+                field_line("name"),
+            ));
         }
         if front.rejection.id.trim().is_empty() || front.rejection.en.trim().is_empty() {
-            return Err(problem(
+            return Err(problem_at(
                 "rejection needs a non-empty message for both id and en".into(),
+                field_line("rejection"),
             ));
         }
         let placeholders = body.matches(PLACEHOLDER).count();
         let (before, after) = match placeholders {
             1 => body.split_once(PLACEHOLDER).unwrap_or((body, "")),
             0 => {
-                return Err(problem(format!(
-                    "the prompt has no {PLACEHOLDER} placeholder"
-                )))
+                return Err(problem_at(
+                    format!("the prompt has no {PLACEHOLDER} placeholder"),
+                    Some(last_line),
+                ))
             }
             n => {
-                return Err(problem(format!(
-                    "the prompt has {n} {PLACEHOLDER} placeholders; it needs exactly one"
-                )))
+                // The second placeholder is the one to remove.
+                let second = content
+                    .match_indices(PLACEHOLDER)
+                    .nth(1)
+                    .map(|(at, _)| content[..at].matches('\n').count() + 1);
+                return Err(problem_at(
+                    format!("the prompt has {n} {PLACEHOLDER} placeholders; it needs exactly one"),
+                    second,
+                ));
             }
         };
         // The answer is scored at the position right after the template's last token, so the end
@@ -163,6 +198,7 @@ impl Validator {
         let refuse = |problem: String| GuardError::Template {
             path: self.path.clone(),
             problem,
+            line: None,
         };
         if !(threshold > 0.0 && threshold < 1.0) {
             return Err(refuse(format!(
@@ -265,11 +301,13 @@ pub fn load_validators(dir: &Path) -> Result<LoadedValidators> {
             .map_err(|e| GuardError::Template {
                 path: path.clone(),
                 problem: format!("cannot read: {e}"),
+                line: None,
             })
             .and_then(|bytes| {
                 String::from_utf8(bytes).map_err(|_| GuardError::Template {
                     path: path.clone(),
                     problem: "not valid UTF-8 text".into(),
+                    line: None,
                 })
             })
             .and_then(|text| Validator::parse(&path, &text));

@@ -211,20 +211,19 @@ pub(super) fn describe(problems: &[GuardError]) -> Vec<(String, TemplateProblem)
     problems
         .iter()
         .map(|p| {
-            let (path, message) = match p {
-                GuardError::Template { path, problem } => (path.clone(), problem.clone()),
-                GuardError::HeadRefused { path, .. } => (path.clone(), p.to_string()),
-                other => (PathBuf::new(), other.to_string()),
+            let (path, message, line) = match p {
+                GuardError::Template {
+                    path,
+                    problem,
+                    line,
+                } => (path.clone(), problem.clone(), *line),
+                GuardError::HeadRefused { path, .. } => (path.clone(), p.to_string(), None),
+                other => (PathBuf::new(), other.to_string(), None),
             };
             let key = path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let content = std::fs::read_to_string(&path).unwrap_or_default();
-            let line = match p {
-                GuardError::Template { .. } => templates::problem_line(&content, &message),
-                _ => None,
-            };
             (key, TemplateProblem { message, line })
         })
         .collect()
