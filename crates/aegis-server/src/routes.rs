@@ -278,9 +278,13 @@ async fn moderations(
             ),
         ));
     }
+    // All inputs go to the worker at once, so it checks them in batches; answers keep the
+    // inputs' order. A full queue answers the whole request 503, like any other.
+    let verdicts =
+        futures_util::future::try_join_all(inputs.iter().map(|text| check(&state, text, None)))
+            .await?;
     let mut results = Vec::with_capacity(inputs.len());
-    for text in &inputs {
-        let verdict = check(&state, text, None).await?;
+    for verdict in verdicts {
         let categories: serde_json::Map<String, Value> = verdict
             .results
             .iter()
