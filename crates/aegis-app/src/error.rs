@@ -25,7 +25,7 @@ pub enum ConsoleError {
     #[error(transparent)]
     Guard(#[from] aegis_guard::GuardError),
     #[error(transparent)]
-    Worker(#[from] aegis_server::WorkerError),
+    Worker(#[from] aegis_runtime::WorkerError),
     #[error(transparent)]
     Store(#[from] aegis_store::StoreError),
     #[error(transparent)]
@@ -62,7 +62,7 @@ pub enum ErrorKind {
 impl ConsoleError {
     pub fn kind(&self) -> ErrorKind {
         use aegis_guard::GuardError;
-        use aegis_server::WorkerError;
+        use aegis_runtime::WorkerError;
         match self {
             Self::Invalid(_) => ErrorKind::Invalid,
             Self::Io { .. } => ErrorKind::Io,

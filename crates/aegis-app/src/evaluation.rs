@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use aegis_eval::{compare, run_info, Comparison, Dataset, EvalReport, Sample, ScoredRow};
-use aegis_server::{LoadedGuard, WorkerError};
+use aegis_runtime::{LoadedGuard, WorkerError};
 use aegis_store::{EvalRunSummary, TemplateSave};
 use serde::Serialize;
 
@@ -108,15 +108,8 @@ impl Console {
                 let (worker, guard, text) =
                     (worker.clone(), loaded.clone(), row.message.text.clone());
                 tasks.spawn(async move {
-                    loop {
-                        match worker.check_with(guard.clone(), text.clone()).await {
-                            // Others share the queue; wait our turn rather than fail the run.
-                            Err(WorkerError::Busy(_)) => {
-                                tokio::time::sleep(std::time::Duration::from_millis(100)).await
-                            }
-                            other => return (slot, other),
-                        }
-                    }
+                    // Others share the queue; wait our turn rather than fail the run.
+                    (slot, worker.check_waiting(text, Some(guard)).await)
                 });
             }
             let mut answers: Vec<Option<Result<_, WorkerError>>> =

@@ -4,7 +4,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use aegis_server::{router, AppState, ServerConfig, Worker};
+use aegis_runtime::Worker;
+use aegis_server::{router, AppState, ServerConfig};
 use aegis_store::Store;
 use serde::Serialize;
 use tokio::sync::oneshot;

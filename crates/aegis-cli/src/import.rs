@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use aegis_guard::GuardError;
-use aegis_import::{import_file, CheckFailure, MessageFile};
-use aegis_server::{ModelStatus, Worker, WorkerError};
+use aegis_import::{check_on_worker, import_file, MessageFile};
+use aegis_runtime::Worker;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -37,9 +36,6 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
     let guard = args.guard.load()?;
     // Through the model worker, as the app imports: the rows in flight are checked in batches.
     let worker = Worker::start(64, move || Ok(guard));
-    while matches!(worker.status(), ModelStatus::Loading) {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
     let progress = ProgressBar::new(file.rows.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} rows  {per_sec}  ETA {eta}")
@@ -54,16 +50,7 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
         args.user_id.as_deref(),
         |text| {
             let worker = worker.clone();
-            async move {
-                match worker.check(text).await {
-                    Ok(checked) => Ok((checked.verdict, checked.templates)),
-                    Err(WorkerError::Guard(GuardError::Engine(e))) => {
-                        Err(CheckFailure::Fatal(e.to_string()))
-                    }
-                    Err(WorkerError::Guard(e)) => Err(CheckFailure::BadRow(e.to_string())),
-                    Err(e) => Err(CheckFailure::Fatal(e.to_string())),
-                }
-            }
+            async move { check_on_worker(&worker, text).await }
         },
         |p| {
             if std::mem::take(&mut first_report) && p.rows_done > 0 {

@@ -3,7 +3,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use aegis_server::{router, AppState, ServerConfig, Worker};
+use aegis_runtime::Worker;
+use aegis_server::{router, AppState, ServerConfig};
 use anyhow::{bail, Context, Result};
 
 use crate::history_cmd::DbArgs;

@@ -7,4 +7,7 @@ mod read;
 mod run;
 
 pub use read::{csv_columns, read_rows, MessageFile, ReadError, Row};
-pub use run::{import_file, CheckFailure, ImportError, ImportProgress, ImportSummary, RowChecked};
+pub use run::{
+    check_on_worker, import_file, CheckFailure, ImportError, ImportProgress, ImportSummary,
+    RowChecked,
+};

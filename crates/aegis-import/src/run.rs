@@ -3,7 +3,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_guard::Verdict;
+use aegis_guard::{GuardError, Verdict};
+use aegis_runtime::{Worker, WorkerError};
 use aegis_store::{
     ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally,
 };
@@ -65,6 +66,19 @@ pub struct ImportSummary {
     /// The file was imported before; nothing was run.
     pub already_done: bool,
     pub tallies: Vec<ValidatorTally>,
+}
+
+/// The one way an import checks a row on the model worker, in the app and the CLI alike: it
+/// waits for the model and for room in the queue. A row the guard refuses (empty, too long) is
+/// skipped; anything else (the engine failed, the model stopped) stops the import, and a rerun
+/// resumes it, rather than recording a failure for every row after.
+pub async fn check_on_worker(worker: &Worker, text: String) -> Result<RowChecked, CheckFailure> {
+    match worker.check_waiting(text, None).await {
+        Ok(checked) => Ok((checked.verdict, checked.templates)),
+        Err(WorkerError::Guard(GuardError::Engine(e))) => Err(CheckFailure::Fatal(e.to_string())),
+        Err(WorkerError::Guard(e)) => Err(CheckFailure::BadRow(e.to_string())),
+        Err(e) => Err(CheckFailure::Fatal(e.to_string())),
+    }
 }
 
 /// Rows being checked at once: enough for the model worker to fill a batch from one import.

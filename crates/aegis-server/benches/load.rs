@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use aegis_engine::ModelRequest;
 use aegis_guard::Guard;
-use aegis_server::{router, AppState, ServerConfig, Worker};
+use aegis_runtime::Worker;
+use aegis_server::{router, AppState, ServerConfig};
 use aegis_store::{HistoryFilter, Store};
 
 const MESSAGES: [&str; 6] = [
@@ -47,9 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let worker = Worker::start(queue, move || {
             Guard::from_dir(engine, &prompts).map(|(g, _)| g).map_err(|e| e.to_string())
         });
-        while worker.guard().is_none() {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        worker.settled().await;
         let state = Arc::new(AppState::new(worker, Some(store.clone()), ServerConfig::default()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/validate", listener.local_addr()?);

@@ -6,8 +6,6 @@ mod auth;
 mod error;
 mod openapi;
 mod routes;
-mod worker;
 
 pub use error::ApiError;
 pub use routes::{router, AppState, ServerConfig};
-pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

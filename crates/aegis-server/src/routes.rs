@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
-use crate::worker::{Checked, ModelStatus, Worker, WorkerError};
+use aegis_runtime::{Checked, ModelStatus, Worker, WorkerError};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {

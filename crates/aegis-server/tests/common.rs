@@ -4,7 +4,8 @@ use std::sync::{Arc, OnceLock};
 
 use aegis_engine::{GemmaEngine, ModelRequest};
 use aegis_guard::Guard;
-use aegis_server::{router, AppState, ServerConfig, Worker};
+use aegis_runtime::Worker;
+use aegis_server::{router, AppState, ServerConfig};
 use aegis_store::Store;
 
 pub fn engine() -> Arc<GemmaEngine> {
@@ -54,12 +55,7 @@ pub async fn start(config: ServerConfig, queue: usize) -> TestServer {
         axum::serve(listener, router(state)).await.expect("serve");
     });
     // Ready when the model is.
-    for _ in 0..600 {
-        if worker.guard().is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    worker.settled().await;
     TestServer {
         base: format!("http://{address}"),
         store,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aegis_engine::LanguageModel;
 use aegis_guard::{Guard, GuardError, Verdict};
-use aegis_server::{LoadedGuard, WorkerError};
+use aegis_runtime::{LoadedGuard, WorkerError};
 use aegis_store::TemplateSave;
 use serde::Serialize;
 

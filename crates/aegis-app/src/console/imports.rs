@@ -3,10 +3,10 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use aegis_import::{csv_columns, import_file, CheckFailure, ImportSummary, MessageFile};
-use aegis_server::WorkerError;
+use aegis_import::{
+    check_on_worker, csv_columns, import_file, CheckFailure, ImportSummary, MessageFile,
+};
 use serde::Serialize;
 
 use crate::error::ConsoleError;
@@ -63,19 +63,7 @@ impl Console {
                     if text.len() > MAX_TEXT_BYTES {
                         return Err(CheckFailure::BadRow(too_long(text.len())));
                     }
-                    loop {
-                        match worker.check(text.clone()).await {
-                            Ok(c) => return Ok((c.verdict, c.templates)),
-                            // Typed checks and HTTP clients share the queue; wait our turn.
-                            Err(WorkerError::Busy(_)) => {
-                                tokio::time::sleep(Duration::from_millis(200)).await
-                            }
-                            Err(WorkerError::Guard(e)) => {
-                                return Err(CheckFailure::BadRow(e.to_string()))
-                            }
-                            Err(e) => return Err(CheckFailure::Fatal(e.to_string())),
-                        }
-                    }
+                    check_on_worker(&worker, text).await
                 }
             },
             |progress| {

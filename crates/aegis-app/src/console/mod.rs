@@ -18,10 +18,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
+
 use std::time::Instant;
+use tokio::sync::watch;
 
 use aegis_guard::{GuardError, Language, Verdict};
-use aegis_server::{Worker, WorkerError};
+use aegis_runtime::{Worker, WorkerError};
 use aegis_store::{NewVerdict, Source, Store};
 use serde::Serialize;
 
@@ -100,7 +102,8 @@ pub struct Console {
     store: Arc<Store>,
     /// None only until `start` has begun loading the model.
     worker: RwLock<Option<Worker>>,
-    model: Arc<Mutex<ModelState>>,
+    /// Watched, so a caller can wait for the model without polling.
+    model: Arc<watch::Sender<ModelState>>,
     /// Broken templates and unusable heads from the last (re)load.
     problems: Arc<RwLock<Vec<(String, TemplateProblem)>>>,
     pub(crate) events: Arc<dyn EventSink>,
@@ -117,7 +120,7 @@ impl Console {
         })?;
         let settings = Settings::load(&config.data_dir.join("settings.json"));
         let store = Arc::new(Store::open(&config.data_dir.join("history.db")).await?);
-        let model = Arc::new(Mutex::new(loading_state(&settings.model, "")));
+        let model = Arc::new(watch::Sender::new(loading_state(&settings.model, "")));
         let console = Arc::new(Self {
             data_dir: config.data_dir,
             default_prompts_dir: config.default_prompts_dir,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use aegis_engine::{DownloadProgress, DownloadReport};
 use aegis_guard::Guard;
-use aegis_server::{ModelStatus, Worker};
+use aegis_runtime::{ModelStatus, Worker};
 use serde::Serialize;
 
 use super::*;
@@ -48,7 +48,8 @@ impl Console {
             .model_override
             .clone()
             .unwrap_or_else(|| settings.model.clone());
-        *lock(&self.model) = loading_state(&model_name, "starting");
+        self.model
+            .send_replace(loading_state(&model_name, "starting"));
         self.events.emit(ConsoleEvent::Model(self.model_state()));
         let state = self.model.clone();
         let events = self.events.clone();
@@ -62,17 +63,15 @@ impl Console {
                 let state = state.clone();
                 let events = events.clone();
                 Arc::new(move |p: &DownloadProgress| {
-                    let snapshot = {
-                        let mut s = lock(&state);
+                    state.send_modify(|s| {
                         s.message = format!("downloading {}", p.file);
                         s.download = Some(Download {
                             file: p.file.clone(),
                             downloaded: p.downloaded,
                             total: p.total,
                         });
-                        s.clone()
-                    };
-                    events.emit(ConsoleEvent::Model(snapshot));
+                    });
+                    events.emit(ConsoleEvent::Model(state.borrow().clone()));
                 })
             };
             let mut request = request.map_err(|e| e.to_string())?;
@@ -80,11 +79,10 @@ impl Console {
             let (engine, _) = request
                 .load()
                 .map_err(|e| format!("loading {}: {e}", request.model))?;
-            {
-                let mut s = lock(&state);
+            state.send_modify(|s| {
                 s.message = "reading templates".into();
                 s.download = None;
-            }
+            });
             let (guard, found) =
                 Guard::from_dir(Arc::new(engine), &prompts).map_err(|e| e.to_string())?;
             *problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
@@ -94,56 +92,47 @@ impl Console {
         // The worker says when it is ready; the window hears it from here.
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
-            loop {
-                let status = worker.status();
-                if status != ModelStatus::Loading {
-                    let Some(console) = this.upgrade() else {
-                        return;
-                    };
-                    let snapshot = {
-                        let mut s = lock(&console.model);
-                        match status {
-                            ModelStatus::Ready(info) => {
-                                s.status = "ready".into();
-                                s.model = info.id;
-                                s.device = info.device;
-                                s.weights = info.weight_format;
-                                s.synthetic = info.synthetic;
-                                s.message = String::new();
-                                s.load_ms = Some(started.elapsed().as_secs_f64() * 1e3);
-                                tracing::info!(load_ms = s.load_ms, "model ready");
-                            }
-                            ModelStatus::Failed(message) => {
-                                s.status = "failed".into();
-                                s.message = message;
-                            }
-                            ModelStatus::Loading => {}
-                        }
-                        s.download = None;
-                        s.clone()
-                    };
-                    console.events.emit(ConsoleEvent::Model(snapshot));
-                    return;
+            let status = worker.settled().await;
+            let Some(console) = this.upgrade() else {
+                return;
+            };
+            console.model.send_modify(|s| {
+                match status {
+                    ModelStatus::Ready(info) => {
+                        s.status = "ready".into();
+                        s.model = info.id;
+                        s.device = info.device;
+                        s.weights = info.weight_format;
+                        s.synthetic = info.synthetic;
+                        s.message = String::new();
+                        s.load_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+                        tracing::info!(load_ms = s.load_ms, "model ready");
+                    }
+                    ModelStatus::Failed(message) => {
+                        s.status = "failed".into();
+                        s.message = message;
+                    }
+                    ModelStatus::Loading => {}
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+                s.download = None;
+            });
+            console
+                .events
+                .emit(ConsoleEvent::Model(console.model.borrow().clone()));
         });
     }
 
     pub fn model_state(&self) -> ModelState {
-        lock(&self.model).clone()
+        self.model.borrow().clone()
     }
 
-    /// Waits until the model is ready or failed (tests, and callers that must not race it).
+    /// Waits until the model is ready or failed (tests, and callers that must not race it), at
+    /// most `timeout`.
     pub async fn wait_for_model(&self, timeout: Duration) -> ModelState {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let state = self.model_state();
-            if state.status != "loading" || Instant::now() > deadline {
-                return state;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let mut state = self.model.subscribe();
+        let settled = state.wait_for(|s| s.status != "loading");
+        let _ = tokio::time::timeout(timeout, settled).await;
+        self.model_state()
     }
 }
 

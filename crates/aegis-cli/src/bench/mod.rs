@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use aegis_engine::{ComputePlan, GemmaEngine, LanguageModel, Prompt, WeightFiles};
 use aegis_guard::{encoding_prompt, layers_read, Guard, Language, RejectionMode, Validator};
-use aegis_server::Worker;
+use aegis_runtime::Worker;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
@@ -296,9 +296,7 @@ fn concurrency_levels(
     let mut levels = Vec::new();
     for clients in [1usize, 8, 32] {
         let (verdicts, elapsed) = runtime.block_on(async {
-            while worker.guard().is_none() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            worker.settled().await;
             let deadline = Instant::now() + Duration::from_secs_f64(seconds);
             let started = Instant::now();
             let tasks: Vec<_> = (0..clients)

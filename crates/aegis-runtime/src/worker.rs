@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use aegis_engine::ModelInfo;
 use aegis_guard::{Guard, GuardError, Verdict};
 use aegis_store::TemplateContent;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelStatus {
@@ -78,7 +78,8 @@ const MAX_BATCH_TEXT_BYTES: usize = 16 * 1024;
 pub struct Worker {
     jobs: mpsc::Sender<Job>,
     queue: usize,
-    status: Arc<RwLock<ModelStatus>>,
+    /// Watched, so callers wait for the model without polling.
+    status: Arc<watch::Sender<ModelStatus>>,
     current: Arc<RwLock<Option<LoadedGuard>>>,
 }
 
@@ -103,7 +104,7 @@ impl Worker {
         let worker = Self {
             jobs,
             queue,
-            status: Arc::new(RwLock::new(ModelStatus::Loading)),
+            status: Arc::new(watch::Sender::new(ModelStatus::Loading)),
             current: Arc::new(RwLock::new(None)),
         };
         let this = worker.clone();
@@ -180,14 +181,27 @@ impl Worker {
     }
 
     pub fn status(&self) -> ModelStatus {
-        self.status
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.status.borrow().clone()
+    }
+
+    /// Hears every change of the model's status.
+    pub fn watch_status(&self) -> watch::Receiver<ModelStatus> {
+        self.status.subscribe()
+    }
+
+    /// Waits until the model is ready or has failed, and says which.
+    pub async fn settled(&self) -> ModelStatus {
+        let mut status = self.status.subscribe();
+        let settled = status
+            .wait_for(|s| !matches!(s, ModelStatus::Loading))
+            .await
+            .map(|s| s.clone());
+        // The sender lives as long as `self`, so waiting cannot outlive it.
+        settled.unwrap_or(ModelStatus::Failed("the model worker has stopped".into()))
     }
 
     fn set_status(&self, value: ModelStatus) {
-        *self.status.write().unwrap_or_else(|p| p.into_inner()) = value;
+        self.status.send_replace(value);
     }
 
     /// The guard in use, once the model is ready.
@@ -222,6 +236,24 @@ impl Worker {
         self.submit(text, Some(guard)).await
     }
 
+    /// `check` for callers inside the app (imports, evaluations): waits for the model to load
+    /// and for room in the queue instead of answering "loading" or "busy".
+    pub async fn check_waiting(
+        &self,
+        text: String,
+        guard: Option<LoadedGuard>,
+    ) -> Result<Checked, WorkerError> {
+        if let ModelStatus::Failed(message) = self.settled().await {
+            return Err(WorkerError::Failed(message));
+        }
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job { text, guard, reply })
+            .await
+            .map_err(|_| WorkerError::Stopped)?;
+        Ok(answer.await.map_err(|_| WorkerError::Stopped)??)
+    }
+
     async fn submit(
         &self,
         text: String,
@@ -240,5 +272,24 @@ impl Worker {
                 mpsc::error::TrySendError::Closed(_) => WorkerError::Stopped,
             })?;
         Ok(answer.await.map_err(|_| WorkerError::Stopped)??)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_failed_load_settles_and_waiting_callers_hear_why() {
+        let worker = Worker::start(1, || Err("no weights here".to_string()));
+        assert_eq!(
+            worker.settled().await,
+            ModelStatus::Failed("no weights here".into())
+        );
+        let refused = worker
+            .check_waiting("halo".into(), None)
+            .await
+            .expect_err("no model");
+        assert!(matches!(refused, WorkerError::Failed(m) if m == "no weights here"));
     }
 }

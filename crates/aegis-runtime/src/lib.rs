@@ -1,0 +1,6 @@
+//! The model's runtime, shared by the HTTP API, the desktop app, the CLI and the bench: one
+//! thread owns the model; callers submit messages and await verdicts.
+
+mod worker;
+
+pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};
