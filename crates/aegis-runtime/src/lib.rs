@@ -1,6 +1,9 @@
 //! The model's runtime, shared by the HTTP API, the desktop app, the CLI and the bench: one
 //! thread owns the model; callers submit messages and await verdicts.
 
+mod record;
 mod worker;
+
+pub use record::{check_and_record, Recorded, Sender};
 
 pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

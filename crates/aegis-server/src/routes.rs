@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use aegis_engine::SYNTHETIC_WARNING;
 use aegis_guard::{ChatResponse, GuardError, ValidateResponse, Verdict};
-use aegis_store::{NewVerdict, Source, Store};
+use aegis_store::{Source, Store};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
-use aegis_runtime::{Checked, ModelStatus, Worker, WorkerError};
+use aegis_runtime::{check_and_record, ModelStatus, Sender, Worker, WorkerError};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -172,26 +172,22 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
             GuardError::EmptyText.to_string(),
         ));
     }
-    let Checked { verdict, templates } = state
-        .worker
-        .check(text.to_string())
+    let Some(store) = &state.store else {
+        let checked = state.worker.check(text.to_string()).await;
+        return Ok(checked.map_err(worker_error)?.verdict);
+    };
+    let sender = Sender {
+        source: Source::Http,
+        user_id,
+    };
+    let recorded = check_and_record(&state.worker, store, text, sender)
         .await
         .map_err(worker_error)?;
-    if let Some(store) = &state.store {
-        let recorded = store
-            .record(&NewVerdict {
-                text,
-                source: Source::Http,
-                user_id,
-                import: None,
-                verdict: &verdict,
-                templates: &templates,
-            })
-            .await;
-        if let Err(e) = recorded {
-            tracing::error!(error = %e, "recording the verdict failed");
-        }
+    // The client gets its verdict even when history could not keep it.
+    if let Err(e) = recorded.verdict_id {
+        tracing::error!(error = %e, "recording the verdict failed");
     }
+    let verdict = recorded.checked.verdict;
     Ok(verdict)
 }
 

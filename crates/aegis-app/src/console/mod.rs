@@ -19,12 +19,13 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
+use aegis_runtime::{check_and_record, Sender};
 use std::time::Instant;
 use tokio::sync::watch;
 
 use aegis_guard::{GuardError, Language, Verdict};
 use aegis_runtime::{Worker, WorkerError};
-use aegis_store::{NewVerdict, Source, Store};
+use aegis_store::{Source, Store};
 use serde::Serialize;
 
 use crate::error::ConsoleError;
@@ -195,18 +196,13 @@ impl Console {
         if text.trim().is_empty() {
             return Err(GuardError::EmptyText.into());
         }
-        let checked = self.worker()?.check(text.clone()).await?;
-        let verdict_id = self
-            .store
-            .record(&NewVerdict {
-                text: &text,
-                source: Source::Typed,
-                user_id: None,
-                import: None,
-                verdict: &checked.verdict,
-                templates: &checked.templates,
-            })
-            .await?;
+        let sender = Sender {
+            source: Source::Typed,
+            user_id: None,
+        };
+        let recorded = check_and_record(&self.worker()?, &self.store, &text, sender).await?;
+        let checked = recorded.checked;
+        let verdict_id = recorded.verdict_id?;
         Ok(CheckResult {
             verdict_id,
             verdict: checked.verdict,

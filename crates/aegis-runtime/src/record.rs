@@ -1,0 +1,47 @@
+//! Check and record: the one way a single message becomes a verdict in history, for the HTTP
+//! API and the desktop app alike (imports record through `aegis-import`, which also tracks the
+//! row; `aegis check` runs the guard on its own thread and records the same `NewVerdict`).
+
+use aegis_store::{NewVerdict, Source, Store, StoreError};
+
+use crate::worker::{Checked, Worker, WorkerError};
+
+/// Who sent a message, as history records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Sender<'a> {
+    pub source: Source,
+    pub user_id: Option<&'a str>,
+}
+
+/// A verdict and what became of recording it. The verdict stands either way: whether a failed
+/// write fails the request is the caller's policy (the API answers and logs; the app reports).
+#[derive(Debug)]
+pub struct Recorded {
+    pub checked: Checked,
+    /// The verdict's id in history, or why it could not be written.
+    pub verdict_id: Result<i64, StoreError>,
+}
+
+/// Checks `text` on the worker and records the verdict in `store`.
+pub async fn check_and_record(
+    worker: &Worker,
+    store: &Store,
+    text: &str,
+    sender: Sender<'_>,
+) -> Result<Recorded, WorkerError> {
+    let checked = worker.check(text.to_string()).await?;
+    let verdict_id = store
+        .record(&NewVerdict {
+            text,
+            source: sender.source,
+            user_id: sender.user_id,
+            import: None,
+            verdict: &checked.verdict,
+            templates: &checked.templates,
+        })
+        .await;
+    Ok(Recorded {
+        checked,
+        verdict_id,
+    })
+}
