@@ -74,34 +74,8 @@ pub fn run() {
                 tauri::async_runtime::block_on(console.shutdown());
             }
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::app_info,
-            commands::model_state,
-            commands::check,
-            commands::preview_file,
-            commands::import_file,
-            commands::cancel_run,
-            commands::review_queue,
-            commands::review,
-            commands::undo_review,
-            commands::history,
-            commands::history_count,
-            commands::verdict,
-            commands::export_history,
-            commands::templates,
-            commands::save_template,
-            commands::template_versions,
-            commands::try_template,
-            commands::settings,
-            commands::update_settings,
-            commands::http_status,
-            commands::evaluate,
-            commands::eval_runs,
-            commands::eval_run,
-            commands::compare_runs,
-            commands::delete_eval_run,
-            commands::apply_threshold,
-        ])
+        // Every `#[tauri::command]` of commands.rs (listed by build.rs).
+        .invoke_handler(include!(concat!(env!("OUT_DIR"), "/handlers.rs")))
         .run(tauri::generate_context!());
     if let Err(e) = result {
         tracing::error!(error = %e, "the app stopped");

@@ -17,6 +17,7 @@ import type { HistoryPage } from "../bindings/HistoryPage";
 import type { HistoryQuery } from "../bindings/HistoryQuery";
 import type { HttpStatus } from "../bindings/HttpStatus";
 import type { ImportSummary } from "../bindings/ImportSummary";
+import type { Command } from "../bindings/Command";
 import type { ErrorKind } from "../bindings/ErrorKind";
 import type { ModelState } from "../bindings/ModelState";
 import type { ReviewQueue } from "../bindings/ReviewQueue";
@@ -42,7 +43,7 @@ function isCommandError(value: unknown): value is CommandError {
   return typeof value === "object" && value !== null && "kind" in value && "message" in value;
 }
 
-async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+async function call<T>(command: Command, args?: Record<string, unknown>): Promise<T> {
   try {
     return await invoke<T>(command, args);
   } catch (error) {
