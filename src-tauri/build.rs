@@ -88,6 +88,11 @@ fn declared_commands(source: &str) -> Vec<String> {
 /// Writes only on a change, so an unchanged list does not trigger rebuilds.
 fn write_if_changed(path: impl AsRef<std::path::Path>, content: &str) {
     let path = path.as_ref();
+    if let Some(folder) = path.parent() {
+        // A fresh clone has no permissions/ folder yet.
+        std::fs::create_dir_all(folder)
+            .unwrap_or_else(|e| panic!("create {}: {e}", folder.display()));
+    }
     if std::fs::read_to_string(path).ok().as_deref() != Some(content) {
         std::fs::write(path, content).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
