@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::error::ConsoleError;
 use crate::templates::{self, TemplateFile, TemplateProblem};
 
-use super::*;
+use super::{check_size, Console, ConsoleEvent};
 
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

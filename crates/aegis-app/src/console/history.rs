@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 
-use super::*;
+use super::{lock, Console};
 
 /// History filters as the window sends them.
 #[derive(Debug, Clone, Default, Deserialize)]

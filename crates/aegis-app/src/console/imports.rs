@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::error::ConsoleError;
 
-use super::*;
+use super::{lock, too_long, Console, ConsoleEvent, MAX_TEXT_BYTES};
 
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

@@ -11,7 +11,6 @@ pub use history::HistoryQuery;
 pub use imports::FilePreview;
 pub use model::{Download, ModelState};
 
-use editor::describe;
 use model::loading_state;
 
 use std::collections::HashMap;

@@ -8,7 +8,8 @@ use aegis_guard::Guard;
 use aegis_runtime::{ModelStatus, Worker};
 use serde::Serialize;
 
-use super::*;
+use super::editor::describe;
+use super::{Console, ConsoleEvent, QUEUE};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
