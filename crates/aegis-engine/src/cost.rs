@@ -26,29 +26,26 @@ pub struct ComputePlan {
 impl GemmaEngine {
     /// The fast path's work for `prompts` with a warm prefix cache.
     pub fn plan(&self, prompts: &[Prompt]) -> Result<ComputePlan> {
-        let encoded = prompts
-            .iter()
-            .map(|p| self.encode_checked(p))
-            .collect::<Result<Vec<_>>>()?;
-        let prompt_tokens = encoded.iter().map(|e| e.ids.len()).sum();
-        let (batch, _) = self.pack(&encoded.iter().collect::<Vec<_>>());
+        let plan = self.plan_packed(prompts, self.model().config().num_layers)?;
         Ok(ComputePlan {
-            prompt_tokens,
-            computed_tokens: batch.len(),
-            flops: token_flops(self.model(), &batch, self.model().config().num_layers)
-                + answer_flops(self.model(), prompts.len()),
+            flops: plan.flops + answer_flops(self.model(), prompts.len()),
+            ..plan
         })
     }
 
     /// The work of `encode_batch(prompts, layers)`: the same packing, through the deepest layer
     /// asked for only (the pass stops there), and no answer rows.
     pub fn plan_encoding(&self, prompts: &[Prompt], layers: &[usize]) -> Result<ComputePlan> {
+        self.plan_packed(prompts, layers.iter().copied().max().unwrap_or(0))
+    }
+
+    /// `prompts` packed as the fast path packs them, through the first `depth` layers.
+    fn plan_packed(&self, prompts: &[Prompt], depth: usize) -> Result<ComputePlan> {
         let encoded = prompts
             .iter()
             .map(|p| self.encode_checked(p))
             .collect::<Result<Vec<_>>>()?;
         let (batch, _) = self.pack(&encoded.iter().collect::<Vec<_>>());
-        let depth = layers.iter().copied().max().unwrap_or(0);
         Ok(ComputePlan {
             prompt_tokens: encoded.iter().map(|e| e.ids.len()).sum(),
             computed_tokens: batch.len(),

@@ -520,6 +520,28 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_batch_falls_back_to_one_at_a_time_and_keeps_each_error() {
+        let prepared = vec![Ok(1), Err(EngineError::EmptyPrompt), Ok(-2), Ok(3)];
+        // A batch holding a negative item fails as a whole, as a bad message can fail a pack.
+        let run = |items: &[i32]| -> Result<Vec<i32>> {
+            if items.iter().any(|&i| i < 0) {
+                return Err(EngineError::Unsupported("negative"));
+            }
+            Ok(items.iter().map(|i| i * 10).collect())
+        };
+        let results = batch_or_one_by_one(prepared, "items", run);
+        assert!(matches!(results[0], Ok(10)));
+        assert!(matches!(results[1], Err(EngineError::EmptyPrompt)));
+        assert!(matches!(
+            results[2],
+            Err(EngineError::Unsupported("negative"))
+        ));
+        assert!(matches!(results[3], Ok(30)));
+        let whole = batch_or_one_by_one(vec![Ok(1), Ok(2)], "items", run);
+        assert!(matches!(whole[..], [Ok(10), Ok(20)]));
+    }
+
+    #[test]
     fn argmax_takes_the_first_maximum() {
         assert_eq!(argmax(&[0.1, 3.0, 3.0, -1.0]), 1);
     }

@@ -4,6 +4,6 @@
 mod record;
 mod worker;
 
-pub use record::{check_and_record, Recorded, Sender};
+pub use record::{check_and_record, Recorded, Submitter};
 
 pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

@@ -8,7 +8,7 @@ use crate::worker::{Checked, Worker, WorkerError};
 
 /// Who sent a message, as history records it.
 #[derive(Debug, Clone, Copy)]
-pub struct Sender<'a> {
+pub struct Submitter<'a> {
     pub source: Source,
     pub user_id: Option<&'a str>,
 }
@@ -27,14 +27,14 @@ pub async fn check_and_record(
     worker: &Worker,
     store: &Store,
     text: &str,
-    sender: Sender<'_>,
+    submitter: Submitter<'_>,
 ) -> Result<Recorded, WorkerError> {
     let checked = worker.check(text.to_string()).await?;
     let verdict_id = store
         .record(&NewVerdict {
             text,
-            source: sender.source,
-            user_id: sender.user_id,
+            source: submitter.source,
+            user_id: submitter.user_id,
             import: None,
             verdict: &checked.verdict,
             templates: &checked.templates,

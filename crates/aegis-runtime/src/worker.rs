@@ -184,11 +184,6 @@ impl Worker {
         self.status.borrow().clone()
     }
 
-    /// Hears every change of the model's status.
-    pub fn watch_status(&self) -> watch::Receiver<ModelStatus> {
-        self.status.subscribe()
-    }
-
     /// Waits until the model is ready or has failed, and says which.
     pub async fn settled(&self) -> ModelStatus {
         let mut status = self.status.subscribe();
@@ -223,17 +218,20 @@ impl Worker {
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(LoadedGuard::new(guard));
     }
 
+    /// Checks `text` now or answers at once why not: the model is loading or failed, or the
+    /// queue is full ("busy"). What HTTP clients and the window's typed checks want.
     pub async fn check(&self, text: String) -> Result<Checked, WorkerError> {
-        self.submit(text, None).await
+        self.submit(text, None, Admission::Immediate).await
     }
 
-    /// Runs `guard` instead of the current one, in the same queue (the model has one thread).
+    /// `check` on `guard` instead of the current one, in the same queue (the model has one
+    /// thread).
     pub async fn check_with(
         &self,
         guard: LoadedGuard,
         text: String,
     ) -> Result<Checked, WorkerError> {
-        self.submit(text, Some(guard)).await
+        self.submit(text, Some(guard), Admission::Immediate).await
     }
 
     /// `check` for callers inside the app (imports, evaluations): waits for the model to load
@@ -243,36 +241,48 @@ impl Worker {
         text: String,
         guard: Option<LoadedGuard>,
     ) -> Result<Checked, WorkerError> {
-        if let ModelStatus::Failed(message) = self.settled().await {
-            return Err(WorkerError::Failed(message));
-        }
-        let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job { text, guard, reply })
-            .await
-            .map_err(|_| WorkerError::Stopped)?;
-        Ok(answer.await.map_err(|_| WorkerError::Stopped)??)
+        self.submit(text, guard, Admission::Waiting).await
     }
 
     async fn submit(
         &self,
         text: String,
         guard: Option<LoadedGuard>,
+        admission: Admission,
     ) -> Result<Checked, WorkerError> {
-        match self.status() {
+        let status = match admission {
+            Admission::Immediate => self.status(),
+            Admission::Waiting => self.settled().await,
+        };
+        match status {
             ModelStatus::Loading => return Err(WorkerError::Loading),
             ModelStatus::Failed(message) => return Err(WorkerError::Failed(message)),
             ModelStatus::Ready(_) => {}
         }
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .try_send(Job { text, guard, reply })
-            .map_err(|e| match e {
+        let job = Job { text, guard, reply };
+        match admission {
+            Admission::Immediate => self.jobs.try_send(job).map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => WorkerError::Busy(self.queue),
                 mpsc::error::TrySendError::Closed(_) => WorkerError::Stopped,
-            })?;
+            })?,
+            Admission::Waiting => self
+                .jobs
+                .send(job)
+                .await
+                .map_err(|_| WorkerError::Stopped)?,
+        }
         Ok(answer.await.map_err(|_| WorkerError::Stopped)??)
     }
+}
+
+/// How a request is let into the queue.
+#[derive(Debug, Clone, Copy)]
+enum Admission {
+    /// Now or never: "loading" and "busy" are answers.
+    Immediate,
+    /// After the model has loaded and when the queue has room.
+    Waiting,
 }
 
 #[cfg(test)]

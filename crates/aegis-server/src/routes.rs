@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
-use aegis_runtime::{check_and_record, ModelStatus, Sender, Worker, WorkerError};
+use aegis_runtime::{check_and_record, ModelStatus, Submitter, Worker, WorkerError};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -176,19 +176,18 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
         let checked = state.worker.check(text.to_string()).await;
         return Ok(checked.map_err(worker_error)?.verdict);
     };
-    let sender = Sender {
+    let submitter = Submitter {
         source: Source::Http,
         user_id,
     };
-    let recorded = check_and_record(&state.worker, store, text, sender)
+    let recorded = check_and_record(&state.worker, store, text, submitter)
         .await
         .map_err(worker_error)?;
     // The client gets its verdict even when history could not keep it.
     if let Err(e) = recorded.verdict_id {
         tracing::error!(error = %e, "recording the verdict failed");
     }
-    let verdict = recorded.checked.verdict;
-    Ok(verdict)
+    Ok(recorded.checked.verdict)
 }
 
 async fn validate(

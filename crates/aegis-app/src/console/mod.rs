@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
-use aegis_runtime::{check_and_record, Sender};
+use aegis_runtime::{check_and_record, Submitter};
 use std::time::Instant;
 use tokio::sync::watch;
 
@@ -195,11 +195,11 @@ impl Console {
         if text.trim().is_empty() {
             return Err(GuardError::EmptyText.into());
         }
-        let sender = Sender {
+        let submitter = Submitter {
             source: Source::Typed,
             user_id: None,
         };
-        let recorded = check_and_record(&self.worker()?, &self.store, &text, sender).await?;
+        let recorded = check_and_record(&self.worker()?, &self.store, &text, submitter).await?;
         let checked = recorded.checked;
         let verdict_id = recorded.verdict_id?;
         Ok(CheckResult {
