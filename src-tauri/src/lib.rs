@@ -9,7 +9,6 @@ mod error;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use aegis_guard::{find_prompts_dir, PROMPTS_FOLDER};
 use tauri::{Emitter, Manager};
 
 use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
@@ -45,15 +44,10 @@ pub fn run() {
         .plugin(tauri_plugin_dialog::init())
         .setup(move |app| {
             let data_dir = data_dir(app.handle());
-            // A folder chosen in Settings wins over this; without one, a missing folder shows
-            // its error (where it was looked for) when the templates are read.
-            let default_prompts_dir = find_prompts_dir(None, Some(&data_dir)).unwrap_or_else(|e| {
-                tracing::error!(error = %e, "no templates folder");
-                data_dir.join(PROMPTS_FOLDER)
-            });
             let config = ConsoleConfig {
                 data_dir,
-                default_prompts_dir,
+                // Settings, then the guard's one rule, find the templates.
+                prompts_dir: None,
                 events: Arc::new(TauriEvents(app.handle().clone())),
                 model_override: std::env::var("AEGIS_MODEL").ok(),
             };

@@ -70,6 +70,7 @@ impl ConsoleError {
             Self::NotFound(_) => ErrorKind::NotFound,
             Self::Guard(GuardError::EmptyText | GuardError::TooLong { .. }) => ErrorKind::Invalid,
             Self::Guard(GuardError::Template { .. }) => ErrorKind::Template,
+            Self::Guard(GuardError::PromptsNotFound { .. }) => ErrorKind::NotFound,
             Self::Guard(_) => ErrorKind::Model,
             Self::Worker(WorkerError::Loading) => ErrorKind::Loading,
             Self::Worker(WorkerError::Busy(_)) => ErrorKind::Busy,

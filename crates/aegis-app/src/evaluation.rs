@@ -67,7 +67,7 @@ impl Console {
         let info = run_info(
             &loaded.guard,
             &dataset,
-            &self.prompts_dir().display().to_string(),
+            &self.prompts_dir()?.display().to_string(),
         );
         let cancel = Arc::new(AtomicBool::new(false));
         lock(&self.running).insert(eval_id.clone(), cancel.clone());
@@ -209,7 +209,7 @@ impl Console {
         key: &str,
         threshold: f64,
     ) -> Result<TemplateSave, ConsoleError> {
-        let path = crate::templates::template_path(&self.prompts_dir(), key)?;
+        let path = crate::templates::template_path(&self.prompts_dir()?, key)?;
         let content = std::fs::read_to_string(&path).map_err(|source| ConsoleError::Io {
             path: path.clone(),
             source,

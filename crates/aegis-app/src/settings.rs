@@ -101,6 +101,11 @@ impl Settings {
         if self.reviewer.trim().is_empty() {
             return invalid("the reviewer name must not be empty".into());
         }
+        let prompts = self.prompts_dir.trim();
+        if !prompts.is_empty() {
+            // Refused before it is saved: a typo must not leave the guard without templates.
+            aegis_guard::find_prompts_dir(Some(Path::new(prompts)), None)?;
+        }
         Ok(())
     }
 
@@ -168,5 +173,14 @@ mod tests {
             ..Settings::default()
         };
         assert!(wide.validate().is_err());
+        let nowhere = Settings {
+            prompts_dir: "/no/such/templates".into(),
+            ..Settings::default()
+        };
+        let refused = nowhere
+            .validate()
+            .expect_err("a missing folder")
+            .to_string();
+        assert!(refused.contains("/no/such/templates"), "{refused}");
     }
 }

@@ -49,7 +49,7 @@ async fn start() -> Fixture {
     let events = Arc::new(Recorder::default());
     let console = Console::start(ConsoleConfig {
         data_dir: dir.path().join("data"),
-        default_prompts_dir: prompts.clone(),
+        prompts_dir: Some(prompts.clone()),
         events: events.clone(),
         model_override: None,
     })

@@ -4,9 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use aegis_guard::{Guard, GuardError, ScoreSource, Status, ValidateResponse, Verdict};
-use aegis_store::{NewVerdict, Source, Store, TemplateContent};
+use aegis_guard::{GuardError, ScoreSource, Status, ValidateResponse, Verdict};
+use aegis_runtime::{check_and_record, ModelStatus, Submitter, Worker, WorkerError};
+use aegis_store::{Source, Store};
 use anyhow::Result;
+use futures_util::{stream, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
@@ -44,28 +46,6 @@ pub struct CheckArgs {
     pub guard: GuardArgs,
 }
 
-/// Where verdicts go when history is on.
-struct Recorder {
-    runtime: tokio::runtime::Runtime,
-    store: Store,
-    templates: Vec<TemplateContent>,
-    user_id: String,
-}
-
-impl Recorder {
-    fn record(&self, text: &str, verdict: &Verdict) -> Result<()> {
-        self.runtime.block_on(self.store.record(&NewVerdict {
-            text,
-            source: Source::Cli,
-            user_id: Some(&self.user_id),
-            import: None,
-            verdict,
-            templates: &self.templates,
-        }))?;
-        Ok(())
-    }
-}
-
 pub fn run(args: CheckArgs) -> Result<ExitStatus> {
     // Input problems are found before the model loads: a typo should not cost a model load.
     if let Some(text) = &args.text {
@@ -78,37 +58,79 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         .as_ref()
         .map(|f| read_rows(f, args.column.as_deref()))
         .transpose()?;
+    let runtime = tokio::runtime::Runtime::new()?;
     // The database is opened before the model loads, so a locked or damaged one fails fast.
-    let history = if args.no_history {
+    let store = if args.no_history {
         None
     } else {
-        let runtime = tokio::runtime::Runtime::new()?;
-        let store = runtime.block_on(args.db.open())?;
-        Some((runtime, store))
+        Some(runtime.block_on(args.db.open())?)
     };
     let guard = args.guard.load()?.with_prompt_scores(args.prompt_scores);
-    let recorder = history.map(|(runtime, store)| Recorder {
-        runtime,
-        store,
-        templates: guard.validators().iter().map(Into::into).collect(),
-        user_id: args.user_id.clone(),
-    });
-    match (rows, &args.text) {
-        (Some(rows), _) => check_rows(&guard, rows, &args.user_id, recorder.as_ref()),
-        (None, Some(text)) => {
-            let verdict = guard.check(text)?;
-            if let Some(recorder) = &recorder {
-                recorder.record(text, &verdict)?;
-            }
-            if args.json {
-                let response = ValidateResponse::new(&args.user_id, text, &verdict);
-                println!("{}", serde_json::to_string_pretty(&response)?);
-            } else {
-                print_table(&verdict, guard.model().info());
-            }
-            Ok(exit_for(verdict.status))
+    let model = guard.model().info().clone();
+    // Through the model worker and its one check-and-record, as the app and the HTTP API check:
+    // the rows in flight are scored in shared batches.
+    let worker = Worker::start(CHECKS_IN_FLIGHT * 2, move || Ok(guard));
+    let checker = Checker {
+        worker: &worker,
+        store: store.as_ref(),
+        submitter: Submitter {
+            source: Source::Cli,
+            user_id: Some(&args.user_id),
+        },
+    };
+    runtime.block_on(async {
+        if let ModelStatus::Failed(message) = worker.settled().await {
+            anyhow::bail!("the model failed to load: {message}");
         }
-        (None, None) => unreachable!("clap requires text or --file"),
+        match (rows, &args.text) {
+            (Some(rows), _) => check_rows(&checker, rows).await,
+            (None, Some(text)) => {
+                let verdict = checker.check(text).await?;
+                if args.json {
+                    let response = ValidateResponse::new(&args.user_id, text, &verdict);
+                    println!("{}", serde_json::to_string_pretty(&response)?);
+                } else {
+                    print_table(&verdict, &model);
+                }
+                Ok(exit_for(verdict.status))
+            }
+            (None, None) => unreachable!("clap requires text or --file"),
+        }
+    })
+}
+
+/// Checks messages on the worker and, when history is on, records each verdict.
+struct Checker<'a> {
+    worker: &'a Worker,
+    store: Option<&'a Store>,
+    submitter: Submitter<'a>,
+}
+
+/// Why one message has no verdict: the message's own problem, or history's (which stops the run:
+/// the next rows could not be recorded either).
+enum CheckProblem {
+    Message(String),
+    History(anyhow::Error),
+}
+
+impl Checker<'_> {
+    async fn check(&self, text: &str) -> Result<Verdict> {
+        let Some(store) = self.store else {
+            return Ok(self.worker.check(text.to_string()).await?.verdict);
+        };
+        let recorded = check_and_record(self.worker, store, text, self.submitter).await?;
+        recorded.verdict_id?;
+        Ok(recorded.checked.verdict)
+    }
+
+    /// `check` for one row of many: the row's own problem is kept apart from history's.
+    async fn check_row(&self, text: &str) -> Result<Verdict, CheckProblem> {
+        self.check(text)
+            .await
+            .map_err(|e| match e.downcast::<WorkerError>() {
+                Ok(problem) => CheckProblem::Message(problem.to_string()),
+                Err(history) => CheckProblem::History(history),
+            })
     }
 }
 
@@ -160,16 +182,11 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
     }
 }
 
-/// Messages per model call: one packed forward reads them all (as the worker batches concurrent
-/// requests), and a bad row still fails only itself.
-const CHECK_BATCH: usize = 16;
+/// Messages being checked at once: enough for the worker to fill a batch, and a bad row still
+/// fails only itself.
+const CHECKS_IN_FLIGHT: usize = 16;
 
-fn check_rows(
-    guard: &Guard,
-    rows: Vec<aegis_import::Row>,
-    user_id: &str,
-    recorder: Option<&Recorder>,
-) -> Result<ExitStatus> {
+async fn check_rows(checker: &Checker<'_>, rows: Vec<aegis_import::Row>) -> Result<ExitStatus> {
     let started = Instant::now();
     let progress = ProgressBar::new(rows.len() as u64);
     progress.set_style(
@@ -177,45 +194,37 @@ fn check_rows(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let (mut passed, mut failed, mut bad) = (0usize, 0usize, 0usize);
+    let mut outcomes = stream::iter(&rows)
+        .map(|row| async move {
+            let outcome = match &row.text {
+                Ok(text) => checker.check_row(text).await.map(|v| (text.as_str(), v)),
+                Err(problem) => Err(CheckProblem::Message(problem.clone())),
+            };
+            (row.line, outcome)
+        })
+        .buffered(CHECKS_IN_FLIGHT);
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    for chunk in rows.chunks(CHECK_BATCH) {
-        let texts: Vec<&str> = chunk
-            .iter()
-            .filter_map(|row| row.text.as_deref().ok())
-            .collect();
-        let mut verdicts = guard.check_batch(&texts).into_iter();
-        for row in chunk {
-            let outcome = row.text.as_deref().map_err(Clone::clone).and_then(|text| {
-                let verdict = verdicts
-                    .next()
-                    .unwrap_or(Err(GuardError::EmptyText))
-                    .map_err(|e| e.to_string())?;
-                Ok((text, verdict))
-            });
-            match outcome {
-                Ok((text, verdict)) => {
-                    if let Some(recorder) = recorder {
-                        recorder.record(text, &verdict)?;
-                    }
-                    match verdict.status {
-                        Status::Passed => passed += 1,
-                        Status::Failed => failed += 1,
-                    }
-                    let mut json =
-                        serde_json::to_value(ValidateResponse::new(user_id, text, &verdict))?;
-                    json["line"] = row.line.into();
-                    writeln!(out, "{json}")?;
+    while let Some((line, outcome)) = outcomes.next().await {
+        match outcome {
+            Ok((text, verdict)) => {
+                match verdict.status {
+                    Status::Passed => passed += 1,
+                    Status::Failed => failed += 1,
                 }
-                Err(problem) => {
-                    bad += 1;
-                    progress.suspend(|| eprintln!("line {}: {problem}", row.line));
-                }
+                let user_id = checker.submitter.user_id.unwrap_or_default();
+                let response = ValidateResponse::new(user_id, text, &verdict);
+                let mut json = serde_json::to_value(response)?;
+                json["line"] = line.into();
+                writeln!(stdout.lock(), "{json}")?;
             }
-            progress.inc(1);
+            Err(CheckProblem::History(e)) => return Err(e),
+            Err(CheckProblem::Message(problem)) => {
+                bad += 1;
+                progress.suspend(|| eprintln!("line {line}: {problem}"));
+            }
         }
+        progress.inc(1);
     }
-    out.flush()?;
     progress.finish_and_clear();
     let total = passed + failed;
     eprintln!(

@@ -160,6 +160,42 @@ fn quantized_logits_match_llama_cpp() {
     check_logits(&quantized, "quantized", ExactBound::QuantizedLikeLlamaCpp);
 }
 
+/// candle picks its quantized kernels by CPU at run time: AVX-512 VNNI, AVX-VNNI, or AVX2 with
+/// FMA on x86. `MISTRALRS_FORCE_AVX2=1` (read once per process, so in a child) pins the AVX2 tier,
+/// so a machine with a wider tier checks both paths against the same bound. On a CPU whose best
+/// tier already is AVX2, the run above is that tier and there is no second one to force.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn quantized_logits_match_llama_cpp_on_the_avx2_tier_too() {
+    const FORCE_AVX2: &str = "MISTRALRS_FORCE_AVX2";
+    let wider_tier = (std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512vnni"))
+        || std::is_x86_feature_detected!("avxvnni");
+    if std::env::var_os(FORCE_AVX2).is_some() || !wider_tier {
+        eprintln!("this CPU's quantized kernels are already the AVX2 tier: nothing to force");
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "reference::quantized_logits_match_llama_cpp",
+            "--nocapture",
+        ])
+        .env(FORCE_AVX2, "1")
+        .output()
+        .expect("run the test binary again");
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "quantized reference check on the forced AVX2 tier failed:\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("1 passed"),
+        "the forced run must have run the check"
+    );
+}
+
 #[test]
 fn greedy_continuations_match_llama_cpp() {
     let mut compared = 0;

@@ -1,6 +1,6 @@
 //! Check and record: the one way a single message becomes a verdict in history, for the HTTP
-//! API and the desktop app alike (imports record through `aegis-import`, which also tracks the
-//! row; `aegis check` runs the guard on its own thread and records the same `NewVerdict`).
+//! API, the desktop app and `aegis check` alike (imports record through `aegis-import`, which
+//! also tracks the row in its batch).
 
 use aegis_store::{NewVerdict, Source, Store, StoreError};
 

@@ -29,7 +29,7 @@ pub struct TryRow {
 impl Console {
     /// Every template file, valid or not, and how the running guard scores it.
     pub fn templates(&self) -> Result<Vec<TemplateFile>, ConsoleError> {
-        let dir = self.prompts_dir();
+        let dir = self.prompts_dir()?;
         let guard = self.worker().ok().and_then(|w| w.guard());
         let problems = self
             .problems
@@ -97,7 +97,7 @@ impl Console {
         key: &str,
         content: &str,
     ) -> Result<TemplateSave, ConsoleError> {
-        let validator = templates::save(&self.prompts_dir(), key, content)?;
+        let validator = templates::save(&self.prompts_dir()?, key, content)?;
         let saved = self
             .store
             .save_template_version(key, &validator.content_hash, &validator.content)
@@ -120,7 +120,7 @@ impl Console {
             return Ok(()); // The model is loading; it will read the files when it is done.
         };
         let model: Arc<dyn LanguageModel> = current.model().clone();
-        let (guard, found) = Guard::from_dir(model, &self.prompts_dir())?;
+        let (guard, found) = Guard::from_dir(model, &self.prompts_dir()?)?;
         *self.problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
         worker.replace_guard(guard.with_language(self.rejection_language()));
         self.events.emit(ConsoleEvent::TemplatesChanged);
@@ -131,7 +131,13 @@ impl Console {
     /// and tells the window. Runs until the app ends.
     pub async fn watch_templates(self: Arc<Self>) {
         use notify::Watcher;
-        let dir = self.prompts_dir();
+        let dir = match self.prompts_dir() {
+            Ok(dir) => dir,
+            Err(e) => {
+                tracing::warn!(error = %e, "no templates folder to watch");
+                return;
+            }
+        };
         let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel::<()>();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             let touches_template = event.is_ok_and(|e| {
@@ -176,7 +182,7 @@ impl Console {
                 "try at most 20 messages at a time".into(),
             ));
         }
-        let edited = templates::parse(&self.prompts_dir(), key, content)?;
+        let edited = templates::parse(&self.prompts_dir()?, key, content)?;
         let worker = self.worker()?;
         let saved_guard = worker.loaded().ok_or(WorkerError::Loading)?;
         // Both run every prompt: the author sees the prompt score move even where a head decides.

@@ -11,21 +11,19 @@ pub use history::HistoryQuery;
 pub use imports::FilePreview;
 pub use model::{Download, ModelState};
 
-use model::loading_state;
-
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
-
-use aegis_runtime::{check_and_record, Submitter};
 use std::time::Instant;
-use tokio::sync::watch;
 
-use aegis_guard::{GuardError, Language, Verdict};
-use aegis_runtime::{Worker, WorkerError};
+use aegis_guard::{find_prompts_dir, GuardError, Language, Verdict};
+use aegis_runtime::{check_and_record, Submitter, Worker, WorkerError};
 use aegis_store::{Source, Store};
 use serde::Serialize;
+use tokio::sync::watch;
+
+use model::loading_state;
 
 use crate::error::ConsoleError;
 use crate::http::{HttpServer, HttpStatus};
@@ -86,8 +84,9 @@ pub struct AppInfo {
 
 pub struct ConsoleConfig {
     pub data_dir: PathBuf,
-    /// Used when the settings name no templates folder.
-    pub default_prompts_dir: PathBuf,
+    /// The templates folder when the settings name none (tests); without either, the guard's
+    /// one rule finds it (`AEGIS_PROMPTS`, beside the app, then the data folder).
+    pub prompts_dir: Option<PathBuf>,
     pub events: Arc<dyn EventSink>,
     /// Overrides the settings' model (tests, `AEGIS_MODEL`).
     pub model_override: Option<String>,
@@ -95,7 +94,7 @@ pub struct ConsoleConfig {
 
 pub struct Console {
     data_dir: PathBuf,
-    default_prompts_dir: PathBuf,
+    prompts_dir: Option<PathBuf>,
     model_override: Option<String>,
     started: Instant,
     settings: Mutex<Settings>,
@@ -123,7 +122,7 @@ impl Console {
         let model = Arc::new(watch::Sender::new(loading_state(&settings.model, "")));
         let console = Arc::new(Self {
             data_dir: config.data_dir,
-            default_prompts_dir: config.default_prompts_dir,
+            prompts_dir: config.prompts_dir,
             model_override: config.model_override,
             started: Instant::now(),
             settings: Mutex::new(settings),
@@ -161,13 +160,16 @@ impl Console {
             .ok_or(ConsoleError::Worker(WorkerError::Loading))
     }
 
-    pub fn prompts_dir(&self) -> PathBuf {
-        let configured = lock(&self.settings).prompts_dir.clone();
-        if configured.trim().is_empty() {
-            self.default_prompts_dir.clone()
+    /// The templates folder: the one Settings names, else the one the console was started with,
+    /// else wherever the guard's rule finds one; the error says where it looked.
+    pub fn prompts_dir(&self) -> Result<PathBuf, ConsoleError> {
+        let configured = lock(&self.settings).prompts_dir.trim().to_string();
+        let given = if configured.is_empty() {
+            self.prompts_dir.clone()
         } else {
-            PathBuf::from(configured)
-        }
+            Some(PathBuf::from(configured))
+        };
+        Ok(find_prompts_dir(given.as_deref(), Some(&self.data_dir))?)
     }
 
     fn rejection_language(&self) -> Option<Language> {
@@ -183,7 +185,9 @@ impl Console {
             version: env!("CARGO_PKG_VERSION").into(),
             data_dir: self.data_dir.display().to_string(),
             history_path: self.store.path().display().to_string(),
-            prompts_dir: self.prompts_dir().display().to_string(),
+            prompts_dir: self
+                .prompts_dir()
+                .map_or_else(|e| e.to_string(), |dir| dir.display().to_string()),
             memory_bytes: resident_memory(),
             uptime_ms: self.started.elapsed().as_secs_f64() * 1e3,
         }

@@ -84,6 +84,7 @@ impl Console {
                 s.message = "reading templates".into();
                 s.download = None;
             });
+            let prompts = prompts.map_err(|e| e.to_string())?;
             let (guard, found) =
                 Guard::from_dir(Arc::new(engine), &prompts).map_err(|e| e.to_string())?;
             *problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
