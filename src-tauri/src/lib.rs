@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tauri::{Emitter, Manager};
 
-use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
+use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink, ModelChoice};
 
 struct TauriEvents(tauri::AppHandle);
 
@@ -49,7 +49,8 @@ pub fn run() {
                 // Settings, then the guard's one rule, find the templates.
                 prompts_dir: None,
                 events: Arc::new(TauriEvents(app.handle().clone())),
-                model_override: std::env::var("AEGIS_MODEL").ok(),
+                model: std::env::var("AEGIS_MODEL")
+                    .map_or(ModelChoice::Settings, ModelChoice::Named),
             };
             let console = tauri::async_runtime::block_on(Console::start(config))?;
             app.manage(console);

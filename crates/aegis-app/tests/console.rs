@@ -2,11 +2,12 @@
 //! of the shipped templates, and the HTTP endpoint on a real loopback port.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink};
+use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink, ModelChoice};
 use aegis_app::error::{ConsoleError, ErrorKind};
+use aegis_engine::{LanguageModel, ModelRequest};
 use aegis_guard::{ScoreSource, Status};
 use aegis_store::Decision;
 
@@ -42,6 +43,19 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// One engine for every console in this binary, as the other crates' tests share theirs.
+fn engine() -> Arc<dyn LanguageModel> {
+    static ENGINE: OnceLock<Arc<dyn LanguageModel>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let (engine, _) = ModelRequest::new("default")
+                .load()
+                .expect("the default model; run scripts/setup-model.sh");
+            Arc::new(engine)
+        })
+        .clone()
+}
+
 async fn start() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");
@@ -51,7 +65,7 @@ async fn start() -> Fixture {
         data_dir: dir.path().join("data"),
         prompts_dir: Some(prompts.clone()),
         events: events.clone(),
-        model_override: None,
+        model: ModelChoice::Loaded(engine()),
     })
     .await
     .expect("console");

@@ -17,6 +17,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
+use aegis_engine::LanguageModel;
 use aegis_guard::{find_prompts_dir, GuardError, Language, Verdict};
 use aegis_runtime::{check_and_record, Submitter, Worker, WorkerError};
 use aegis_store::{Source, Store};
@@ -88,14 +89,25 @@ pub struct ConsoleConfig {
     /// one rule finds it (`AEGIS_PROMPTS`, beside the app, then the data folder).
     pub prompts_dir: Option<PathBuf>,
     pub events: Arc<dyn EventSink>,
-    /// Overrides the settings' model (tests, `AEGIS_MODEL`).
-    pub model_override: Option<String>,
+    pub model: ModelChoice,
+}
+
+/// Which model the console runs.
+#[derive(Clone)]
+pub enum ModelChoice {
+    /// The one Settings name.
+    Settings,
+    /// A name, path or repo id that wins over Settings (`AEGIS_MODEL`).
+    Named(String),
+    /// An engine the caller has loaded already: test binaries share one, as the CLI's and the
+    /// server's tests do, instead of loading the model once per console.
+    Loaded(Arc<dyn LanguageModel>),
 }
 
 pub struct Console {
     data_dir: PathBuf,
     prompts_dir: Option<PathBuf>,
-    model_override: Option<String>,
+    model_choice: ModelChoice,
     started: Instant,
     settings: Mutex<Settings>,
     store: Arc<Store>,
@@ -123,7 +135,7 @@ impl Console {
         let console = Arc::new(Self {
             data_dir: config.data_dir,
             prompts_dir: config.prompts_dir,
-            model_override: config.model_override,
+            model_choice: config.model,
             started: Instant::now(),
             settings: Mutex::new(settings),
             store,

@@ -3,13 +3,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aegis_engine::{DownloadProgress, DownloadReport};
+use aegis_engine::{DownloadProgress, DownloadReport, LanguageModel, ModelRequest};
 use aegis_guard::Guard;
 use aegis_runtime::{ModelStatus, Worker};
 use serde::Serialize;
+use tokio::sync::watch;
 
 use super::editor::describe;
-use super::{Console, ConsoleEvent, QUEUE};
+use super::{Console, ConsoleEvent, EventSink, ModelChoice, QUEUE};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -45,10 +46,11 @@ impl Console {
     /// usable and hears `Model` events as it goes.
     pub(super) fn load_model(self: &Arc<Self>) {
         let settings = self.settings();
-        let model_name = self
-            .model_override
-            .clone()
-            .unwrap_or_else(|| settings.model.clone());
+        let (model_name, loaded) = match &self.model_choice {
+            ModelChoice::Settings => (settings.model.clone(), None),
+            ModelChoice::Named(name) => (name.clone(), None),
+            ModelChoice::Loaded(engine) => (engine.info().id.clone(), Some(engine.clone())),
+        };
         self.model
             .send_replace(loading_state(&model_name, "starting"));
         self.events.emit(ConsoleEvent::Model(self.model_state()));
@@ -60,33 +62,16 @@ impl Console {
         let request = settings.model_request(&model_name);
         let started = Instant::now();
         let worker = Worker::start(QUEUE, move || {
-            let on_download: aegis_engine::DownloadListener = {
-                let state = state.clone();
-                let events = events.clone();
-                Arc::new(move |p: &DownloadProgress| {
-                    state.send_modify(|s| {
-                        s.message = format!("downloading {}", p.file);
-                        s.download = Some(Download {
-                            file: p.file.clone(),
-                            downloaded: p.downloaded,
-                            total: p.total,
-                        });
-                    });
-                    events.emit(ConsoleEvent::Model(state.borrow().clone()));
-                })
+            let engine = match loaded {
+                Some(engine) => engine,
+                None => load_engine(request.map_err(|e| e.to_string())?, &state, &events)?,
             };
-            let mut request = request.map_err(|e| e.to_string())?;
-            request.download = DownloadReport::Listener(on_download);
-            let (engine, _) = request
-                .load()
-                .map_err(|e| format!("loading {}: {e}", request.model))?;
             state.send_modify(|s| {
                 s.message = "reading templates".into();
                 s.download = None;
             });
             let prompts = prompts.map_err(|e| e.to_string())?;
-            let (guard, found) =
-                Guard::from_dir(Arc::new(engine), &prompts).map_err(|e| e.to_string())?;
+            let (guard, found) = Guard::from_dir(engine, &prompts).map_err(|e| e.to_string())?;
             *problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
             Ok(guard.with_language(language))
         });
@@ -149,4 +134,32 @@ pub(super) fn loading_state(model: &str, message: &str) -> ModelState {
         download: None,
         load_ms: None,
     }
+}
+
+/// Loads the model `request` names, telling the window how a download goes.
+fn load_engine(
+    mut request: ModelRequest,
+    state: &Arc<watch::Sender<ModelState>>,
+    events: &Arc<dyn EventSink>,
+) -> Result<Arc<dyn LanguageModel>, String> {
+    let on_download: aegis_engine::DownloadListener = {
+        let state = state.clone();
+        let events = events.clone();
+        Arc::new(move |p: &DownloadProgress| {
+            state.send_modify(|s| {
+                s.message = format!("downloading {}", p.file);
+                s.download = Some(Download {
+                    file: p.file.clone(),
+                    downloaded: p.downloaded,
+                    total: p.total,
+                });
+            });
+            events.emit(ConsoleEvent::Model(state.borrow().clone()));
+        })
+    };
+    request.download = DownloadReport::Listener(on_download);
+    let (engine, _) = request
+        .load()
+        .map_err(|e| format!("loading {}: {e}", request.model))?;
+    Ok(Arc::new(engine))
 }
