@@ -2,12 +2,11 @@
 //! of the shipped templates, and the HTTP endpoint on a real loopback port.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink, ModelChoice};
 use aegis_app::error::{ConsoleError, ErrorKind};
-use aegis_engine::{LanguageModel, ModelRequest};
 use aegis_guard::{ScoreSource, Status};
 use aegis_store::Decision;
 
@@ -43,19 +42,6 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// One engine for every console in this binary, as the other crates' tests share theirs.
-fn engine() -> Arc<dyn LanguageModel> {
-    static ENGINE: OnceLock<Arc<dyn LanguageModel>> = OnceLock::new();
-    ENGINE
-        .get_or_init(|| {
-            let (engine, _) = ModelRequest::new("default")
-                .load()
-                .expect("the default model; run scripts/setup-model.sh");
-            Arc::new(engine)
-        })
-        .clone()
-}
-
 async fn start() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");
@@ -65,7 +51,7 @@ async fn start() -> Fixture {
         data_dir: dir.path().join("data"),
         prompts_dir: Some(prompts.clone()),
         events: events.clone(),
-        model: ModelChoice::Loaded(engine()),
+        model: ModelChoice::Loaded(aegis_engine::testing::default_engine().clone()),
     })
     .await
     .expect("console");

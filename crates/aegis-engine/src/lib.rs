@@ -14,6 +14,8 @@ mod prefix_cache;
 mod request;
 mod source;
 mod synthetic;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod tokenizer;
 
 pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};

@@ -1,11 +1,11 @@
-//! Requests refused before any verdict: through the router alone, on the instant model.
+//! Requests refused before any verdict: through the router alone, on a fake model.
 
 use aegis_server::ServerConfig;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
 
-use crate::fake::{instant_router, post, send};
+use crate::fake::{fake_router, post, send};
 
 const JSON: &str = "application/json";
 
@@ -25,7 +25,7 @@ fn expect_error(answer: (StatusCode, Value), status: u16, code: &str) -> String 
 
 #[tokio::test]
 async fn every_bad_request_gets_a_clear_4xx_in_one_shape() {
-    let router = instant_router(ServerConfig::default()).await;
+    let router = fake_router(ServerConfig::default()).await;
     let call = |path: &'static str, body: &'static str| send(&router, post(path, JSON, body));
 
     expect_error(
@@ -98,7 +98,7 @@ async fn every_bad_request_gets_a_clear_4xx_in_one_shape() {
 
 #[tokio::test]
 async fn a_token_guards_everything_but_health() {
-    let router = instant_router(ServerConfig {
+    let router = fake_router(ServerConfig {
         token: Some("s3cret-token".into()),
         ..ServerConfig::default()
     })

@@ -1,23 +1,16 @@
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use aegis_engine::{GemmaEngine, ModelRequest};
+use aegis_engine::GemmaEngine;
 use aegis_guard::Guard;
 use aegis_runtime::Worker;
 use aegis_server::{router, AppState, ServerConfig};
 use aegis_store::Store;
 
+/// The default model, loaded once for the whole test binary.
 pub fn engine() -> Arc<GemmaEngine> {
-    static ENGINE: OnceLock<Arc<GemmaEngine>> = OnceLock::new();
-    ENGINE
-        .get_or_init(|| {
-            let (engine, _) = ModelRequest::new("default")
-                .load()
-                .expect("the default model; run scripts/setup-model.sh");
-            Arc::new(engine)
-        })
-        .clone()
+    aegis_engine::testing::default_engine().clone()
 }
 
 pub struct TestServer {

@@ -1,10 +1,10 @@
-//! A model that answers at once without weights, for the requests whose answer does not depend
-//! on a verdict (bad input, authentication). Verdicts themselves come from the real model.
+//! The router on a fake model that answers at once, for the requests whose answer does not
+//! depend on a verdict (bad input, authentication). Verdicts themselves come from the real model.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use aegis_engine::{EngineError, LanguageModel, ModelInfo, Prompt, Scored, Scores, Segment};
+use aegis_engine::testing::FakeModel;
 use aegis_guard::Guard;
 use aegis_runtime::Worker;
 use aegis_server::{router, AppState, ServerConfig};
@@ -13,72 +13,12 @@ use axum::http::{Request, StatusCode};
 use serde_json::Value;
 use tower::ServiceExt;
 
-/// Counts a word as a token; every prompt that fits scores 0.01 (passes).
-struct InstantModel {
-    info: ModelInfo,
-}
-
-/// Words a message may have: small, so "too long" is cheap to reach.
-const CONTEXT_WORDS: usize = 512;
-
-impl LanguageModel for InstantModel {
-    fn info(&self) -> &ModelInfo {
-        &self.info
-    }
-    fn count_user_tokens(&self, text: &str) -> aegis_engine::Result<usize> {
-        Ok(text.split_whitespace().count())
-    }
-    fn count_prompt_tokens(&self, prompt: &[Segment]) -> aegis_engine::Result<usize> {
-        Ok(prompt
-            .iter()
-            .map(|s| match s {
-                Segment::Template(t) | Segment::User(t) => t.split_whitespace().count(),
-            })
-            .sum())
-    }
-    fn score(&self, prompts: &[Prompt]) -> aegis_engine::Result<Scores> {
-        let answers = prompts
-            .iter()
-            .map(|prompt| {
-                let tokens = self.count_prompt_tokens(prompt)?;
-                if tokens > CONTEXT_WORDS {
-                    return Err(EngineError::ContextExceeded {
-                        prompt_tokens: tokens,
-                        limit: CONTEXT_WORDS,
-                    });
-                }
-                Ok(Scored {
-                    p_yes: 0.01,
-                    elapsed_ms: 0.0,
-                })
-            })
-            .collect::<aegis_engine::Result<_>>()?;
-        Ok(Scores { answers })
-    }
-    fn generate(
-        &self,
-        _: &[Segment],
-        _: usize,
-        on_text: &mut dyn FnMut(&str),
-    ) -> aegis_engine::Result<String> {
-        on_text("Maaf.");
-        Ok("Maaf.".into())
-    }
-}
-
-/// The API's router on the shipped templates and the instant model, with no history.
-pub async fn instant_router(config: ServerConfig) -> axum::Router {
-    let model = Arc::new(InstantModel {
-        info: ModelInfo {
-            id: "instant".into(),
-            content_hash: "0".repeat(64),
-            device: "cpu".into(),
-            weight_format: "none".into(),
-            context_length: CONTEXT_WORDS,
-            layers: 1,
-            synthetic: false,
-        },
-    });
+/// The API's router on the shipped templates and a fake model, with no history.
+pub async fn fake_router(config: ServerConfig) -> axum::Router {
+    let mut model = FakeModel::new(vec![]);
+    // Room for the shipped templates (a word is a token here), not for 5,000 words.
+    model.info.context_length = 2048;
+    let model = Arc::new(model);
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
     let worker = Worker::start(8, move || {
         Guard::from_dir(model, &prompts)

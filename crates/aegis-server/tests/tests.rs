@@ -1,5 +1,5 @@
 //! The real server on 127.0.0.1:0 with the real model and a real SQLite history; requests whose
-//! answer needs no verdict go through the router alone, on an instant model.
+//! answer needs no verdict go through the router alone, on a fake model.
 
 mod api;
 mod bad_input;
