@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use aegis_eval::{
     compare, metric_text, render_html, run_info, score_rows, Comparison, Dataset, EvalReport,
-    Metrics, Sample, ScoredRow,
+    Sample, ScoredRow, METRIC_COLUMNS,
 };
 use aegis_store::Store;
 use anyhow::{bail, Context, Result};
@@ -355,51 +355,21 @@ fn print_report(report: &EvalReport) {
             report.errors[0].message
         );
     }
-    println!(
-        "\n{:<18} {:<5} {:>9} {:>6} {:>5} {:>5} {:>5} {:>5} {:>9} {:>6} {:>6} {:>7} {:>7} {:>12}",
-        "validator",
-        "lang",
-        "threshold",
-        "rows",
-        "TP",
-        "FP",
-        "TN",
-        "FN",
-        "precision",
-        "recall",
-        "F1",
-        "ROC AUC",
-        "PR AUC",
-        "best-F1 at"
-    );
+    let mut table = vec![["validator", "lang"]
+        .into_iter()
+        .chain(METRIC_COLUMNS)
+        .map(String::from)
+        .collect::<Vec<_>>()];
     for v in &report.validators {
-        let row = |lang: &str, m: &Metrics| {
-            let c = m.confusion;
-            println!(
-                "{:<18} {:<5} {:>9.3} {:>6} {:>5} {:>5} {:>5} {:>5} {:>9} {:>6} {:>6} {:>7} {:>7} {:>12}",
-                v.key,
-                lang,
-                m.threshold,
-                m.labelled,
-                c.true_positives,
-                c.false_positives,
-                c.true_negatives,
-                c.false_negatives,
-                metric_text(m.precision),
-                metric_text(m.recall),
-                metric_text(m.f1),
-                metric_text(m.roc_auc),
-                metric_text(m.pr_auc),
-                m.best_f1
-                    .map(|b| format!("{:.3} ({:.3})", b.threshold, b.f1))
-                    .unwrap_or_else(|| "–".into()),
-            );
-        };
-        row("all", &v.overall);
-        for (lang, m) in &v.by_language {
-            row(lang, m);
+        let languages = std::iter::once(("all", &v.overall))
+            .chain(v.by_language.iter().map(|(lang, m)| (lang.as_str(), m)));
+        for (lang, m) in languages {
+            let labels = [v.key.clone(), lang.to_string()];
+            table.push(labels.into_iter().chain(m.cells()).collect());
         }
     }
+    println!();
+    print_table(&table);
     if report.benign.rows > 0 {
         let line = |what: &str, b: &aegis_eval::BenignRate| {
             println!(
@@ -449,5 +419,28 @@ fn print_comparison(c: &Comparison) {
             f.candidate_score,
             text.replace('\n', " ")
         );
+    }
+}
+
+/// Rows of cells in aligned columns: the first two (names) to the left, numbers to the right.
+fn print_table(rows: &[Vec<String>]) {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, &width))| {
+                if c < 2 {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        println!("{}", line.join("  ").trim_end());
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::compare::Comparison;
-use crate::metrics::{metric_text, Histogram, Metrics};
+use crate::metrics::{metric_text, Histogram, Metrics, METRIC_COLUMNS};
 use crate::report::{EvalReport, Mistake, ValidatorReport};
 
 const STYLE: &str = r#"
@@ -111,7 +111,11 @@ fn validator_section(h: &mut String, v: &ValidatorReport) {
         name = escape(&v.name),
         by = escape(&v.scored_by)
     );
-    h.push_str("<table class=\"metrics\"><thead><tr><th>language</th><th>labelled</th><th>positives</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>precision</th><th>recall</th><th>F1</th><th>accuracy</th><th>ROC AUC</th><th>PR AUC</th><th>best-F1 threshold</th></tr></thead><tbody>");
+    h.push_str("<table class=\"metrics\"><thead><tr><th>language</th>");
+    for column in METRIC_COLUMNS {
+        let _ = write!(h, "<th>{column}</th>");
+    }
+    h.push_str("</tr></thead><tbody>");
     metrics_row(h, "all", &v.overall);
     for (lang, m) in &v.by_language {
         metrics_row(h, lang, m);
@@ -158,25 +162,12 @@ fn validator_section(h: &mut String, v: &ValidatorReport) {
 }
 
 fn metrics_row(h: &mut String, label: &str, m: &Metrics) {
-    let c = &m.confusion;
-    let _ = write!(
-        h,
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        escape(label),
-        m.labelled,
-        m.positives,
-        c.true_positives,
-        c.false_positives,
-        c.true_negatives,
-        c.false_negatives,
-        metric_text(m.precision),
-        metric_text(m.recall),
-        metric_text(m.f1),
-        metric_text(m.accuracy),
-        metric_text(m.roc_auc),
-        metric_text(m.pr_auc),
-        metric_text(m.best_f1.map(|b| b.threshold)),
-    );
+    h.push_str("<tr><td>");
+    h.push_str(&escape(label));
+    for cell in m.cells() {
+        let _ = write!(h, "</td><td>{}", escape(&cell));
+    }
+    h.push_str("</td></tr>");
 }
 
 const SIZE: f64 = 220.0;

@@ -17,7 +17,9 @@ pub use compare::{compare, Comparison, Flip, MetricDelta};
 pub use dataset::{Dataset, DatasetRow, Sample};
 pub use error::{EvalError, Result};
 pub use html::render as render_html;
-pub use metrics::{metric_text, BestThreshold, Confusion, Curves, Histogram, Metrics};
+pub use metrics::{
+    metric_text, BestThreshold, Confusion, Curves, Histogram, Metrics, METRIC_COLUMNS,
+};
 pub use report::{
     BenignRate, DatasetInfo, EvalReport, Mistake, ModelInfo, RowError, RunInfo, RunTemplate,
     ScoredRow, ValidatorReport, ValidatorSummary,

@@ -92,6 +92,24 @@ pub struct Metrics {
     pub best_f1: Option<BestThreshold>,
 }
 
+/// The columns of the per-language metrics table, as every report (terminal and HTML) shows it.
+pub const METRIC_COLUMNS: [&str; 14] = [
+    "threshold",
+    "labelled",
+    "positives",
+    "TP",
+    "FP",
+    "TN",
+    "FN",
+    "precision",
+    "recall",
+    "F1",
+    "accuracy",
+    "ROC AUC",
+    "PR AUC",
+    "best-F1 at",
+];
+
 /// A metric as reports print it: three decimals, or a dash where it is undefined.
 pub fn metric_text(value: Option<f64>) -> String {
     value
@@ -100,6 +118,30 @@ pub fn metric_text(value: Option<f64>) -> String {
 }
 
 impl Metrics {
+    /// This row of the metrics table, one cell per `METRIC_COLUMNS` entry.
+    pub fn cells(&self) -> [String; METRIC_COLUMNS.len()] {
+        let c = &self.confusion;
+        [
+            format!("{:.3}", self.threshold),
+            self.labelled.to_string(),
+            self.positives.to_string(),
+            c.true_positives.to_string(),
+            c.false_positives.to_string(),
+            c.true_negatives.to_string(),
+            c.false_negatives.to_string(),
+            metric_text(self.precision),
+            metric_text(self.recall),
+            metric_text(self.f1),
+            metric_text(self.accuracy),
+            metric_text(self.roc_auc),
+            metric_text(self.pr_auc),
+            self.best_f1.map_or_else(
+                || "–".into(),
+                |b| format!("{:.3} (F1 {:.3})", b.threshold, b.f1),
+            ),
+        ]
+    }
+
     pub fn compute(scores: &[f64], labels: &[bool], threshold: f64) -> Self {
         let confusion = Confusion::at(scores, labels, threshold);
         let positives = labels.iter().filter(|&&l| l).count();
