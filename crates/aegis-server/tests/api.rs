@@ -19,14 +19,7 @@ async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
     let server = start(ServerConfig::default(), 8).await;
     let client = reqwest::Client::new();
 
-    let health: Value = client
-        .get(server.url("/health"))
-        .send()
-        .await
-        .expect("health")
-        .json()
-        .await
-        .expect("json");
+    let health = server.get_json("/health").await;
     assert_eq!(health["status"], "healthy");
     assert_eq!(health["message"], "Guardian Validation API is running");
     assert_eq!(health["model"]["state"], "ready");
@@ -88,15 +81,12 @@ async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
         set(&["spam", "toxic", "harassment", "financial_advice"])
     );
 
-    let chat: Value = client
-        .post(server.url("/chat"))
-        .json(&json!({"user_id": "user-123", "question": "Bagaimana cara top up saldo?"}))
-        .send()
-        .await
-        .expect("chat")
-        .json()
-        .await
-        .expect("json");
+    let chat = server
+        .post_json(
+            "/chat",
+            &json!({"user_id": "user-123", "question": "Bagaimana cara top up saldo?"}),
+        )
+        .await;
     assert_eq!(keys(&chat), set(&["response", "status", "can_proceed"]));
     assert_eq!(chat["can_proceed"], chat["status"] == "passed");
     assert_eq!(chat["response"] == "", chat["status"] == "passed");
@@ -120,16 +110,8 @@ async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
 #[tokio::test]
 async fn moderations_speak_openais_shape() {
     let server = start(ServerConfig::default(), 8).await;
-    let client = reqwest::Client::new();
-    let one: Value = client
-        .post(server.url("/v1/moderations"))
-        .json(&json!({"input": "Beli saham BBCA sekarang, pasti cuan!", "model": "omni-moderation-latest"}))
-        .send()
-        .await
-        .expect("moderations")
-        .json()
-        .await
-        .expect("json");
+    let one = json!({"input": "Beli saham BBCA sekarang, pasti cuan!", "model": "omni-moderation-latest"});
+    let one = server.post_json("/v1/moderations", &one).await;
     assert_eq!(keys(&one), set(&["id", "model", "results"]));
     assert!(one["id"].as_str().expect("id").starts_with("modr-"));
     let results = one["results"].as_array().expect("results");
@@ -148,29 +130,19 @@ async fn moderations_speak_openais_shape() {
         assert!(flagged.is_boolean());
     }
 
-    let many: Value = client
-        .post(server.url("/v1/moderations"))
-        .json(&json!({"input": ["Selamat pagi, apa kabar?", "dasar goblok kamu anjing"]}))
-        .send()
-        .await
-        .expect("moderations")
-        .json()
-        .await
-        .expect("json");
+    let many = server
+        .post_json(
+            "/v1/moderations",
+            &json!({"input": ["Selamat pagi, apa kabar?", "dasar goblok kamu anjing"]}),
+        )
+        .await;
     assert_eq!(
         many["results"].as_array().map(Vec::len),
         Some(2),
         "one result per input, in order"
     );
 
-    let validators: Value = client
-        .get(server.url("/validators"))
-        .send()
-        .await
-        .expect("validators")
-        .json()
-        .await
-        .expect("json");
+    let validators = server.get_json("/validators").await;
     let list = validators["validators"].as_array().expect("list");
     assert_eq!(list.len(), 4);
     assert_eq!(list[0]["key"], "spam");
@@ -180,14 +152,7 @@ async fn moderations_speak_openais_shape() {
         "the shipped heads score /validate: {list:?}"
     );
 
-    let doc: Value = client
-        .get(server.url("/openapi.json"))
-        .send()
-        .await
-        .expect("openapi")
-        .json()
-        .await
-        .expect("json");
+    let doc = server.get_json("/openapi.json").await;
     assert_eq!(doc["openapi"], "3.0.3");
     for path in [
         "/validate",

@@ -7,6 +7,7 @@ use aegis_guard::Guard;
 use aegis_runtime::Worker;
 use aegis_server::{router, AppState, ServerConfig};
 use aegis_store::Store;
+use serde_json::Value;
 
 /// The default model, loaded once for the whole test binary.
 pub fn engine() -> Arc<GemmaEngine> {
@@ -22,6 +23,23 @@ pub struct TestServer {
 impl TestServer {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// GET `path`; the JSON answer, whatever its status.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = reqwest::get(self.url(path)).await.expect("send");
+        response.json().await.expect("a JSON body")
+    }
+
+    /// POST `body` to `path`; the JSON answer, whatever its status.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Value {
+        let response = reqwest::Client::new()
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("send");
+        response.json().await.expect("a JSON body")
     }
 }
 

@@ -5,72 +5,25 @@
 
 use std::time::Instant;
 
-use aegis_guard::{
-    Language, ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
-};
-use aegis_store::{
-    ExportFormat, HistoryFilter, NewVerdict, ScoreRange, Source, Store, TemplateContent,
-};
+use aegis_guard::Verdict;
+use aegis_store::{ExportFormat, HistoryFilter, NewVerdict, ScoreRange, Source, Store};
 use sqlx::Connection;
 
-const KEYS: [&str; 4] = ["spam", "toxic", "harassment", "financial_advice"];
+// The tests' fixtures: the same verdict and templates shapes, at scale.
+#[allow(dead_code)]
+#[path = "../tests/common.rs"]
+mod common;
+
 const WORDS: [&str; 16] = [
     "halo", "saldo", "promo", "gratis", "saham", "cuan", "bodoh", "kirim", "pulsa", "hadiah",
     "transfer", "akun", "login", "murah", "kabar", "pagi",
 ];
 
+/// Scores spread over [0, 1) by row, so score filters select a realistic share.
 fn verdict(i: u64) -> Verdict {
-    let results: Vec<ValidatorResult> = KEYS
-        .iter()
-        .enumerate()
-        .map(|(k, key)| {
-            let score = ((i.wrapping_mul(2_654_435_761).wrapping_add(k as u64 * 97)) % 1000) as f32
-                / 1000.0;
-            ValidatorResult {
-                key: key.to_string(),
-                name: key.to_string(),
-                score,
-                prompt_score: Some(0.5),
-                learned_score: Some(score),
-                decided_by: ScoreSource::Head,
-                threshold: 0.5,
-                passed: score < 0.5,
-                latency_ms: 10.0,
-            }
-        })
-        .collect();
-    let failed: Vec<&str> = results
-        .iter()
-        .filter(|r| !r.passed)
-        .map(|r| r.key.as_str())
-        .collect();
-    Verdict {
-        status: if failed.is_empty() {
-            Status::Passed
-        } else {
-            Status::Failed
-        },
-        case: if failed.is_empty() {
-            "aman".into()
-        } else {
-            failed.join(", ")
-        },
-        rejection_message: String::new(),
-        results,
-        language: Language::Indonesian,
-        model: ModelRef {
-            id: "gemma-3-270m".into(),
-            content_hash: "a5fd".into(),
-        },
-        templates: KEYS
-            .iter()
-            .map(|k| TemplateVersion {
-                key: k.to_string(),
-                content_hash: format!("h-{k}"),
-            })
-            .collect(),
-        latency_ms: 40.0,
-    }
+    common::verdict_scored(std::array::from_fn(|k| {
+        ((i.wrapping_mul(2_654_435_761).wrapping_add(k as u64 * 97)) % 1000) as f32 / 1000.0
+    }))
 }
 
 fn text(i: u64) -> String {
@@ -95,10 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("bench.db");
         let store = Store::open(&path).await?;
-        let templates: Vec<TemplateContent> = KEYS
-            .iter()
-            .map(|k| TemplateContent { key: k.to_string(), content_hash: format!("h-{k}"), content: format!("template {k} {{{{message}}}}") })
-            .collect();
+        let templates = common::templates();
 
         let started = Instant::now();
         for i in 0..rows {

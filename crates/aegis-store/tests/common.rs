@@ -19,22 +19,30 @@ pub fn templates() -> Vec<TemplateContent> {
 
 /// A verdict where `failing` validators score 0.9 and the rest 0.1.
 pub fn verdict(failing: &[&str]) -> Verdict {
+    verdict_scored(KEYS.map(|key| if failing.contains(&key) { 0.9 } else { 0.1 }))
+}
+
+/// A verdict with one score per `KEYS` entry, as a head decides it at a threshold of 0.5.
+pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
     let results: Vec<ValidatorResult> = KEYS
         .iter()
-        .map(|key| {
-            let score = if failing.contains(key) { 0.9 } else { 0.1 };
-            ValidatorResult {
-                key: key.to_string(),
-                name: key.to_string(),
-                score,
-                prompt_score: Some(0.4),
-                learned_score: Some(score),
-                decided_by: ScoreSource::Head,
-                threshold: 0.5,
-                passed: score < 0.5,
-                latency_ms: 12.0,
-            }
+        .zip(scores)
+        .map(|(key, score)| ValidatorResult {
+            key: key.to_string(),
+            name: key.to_string(),
+            score,
+            prompt_score: Some(0.4),
+            learned_score: Some(score),
+            decided_by: ScoreSource::Head,
+            threshold: 0.5,
+            passed: score < 0.5,
+            latency_ms: 12.0,
         })
+        .collect();
+    let failing: Vec<&str> = results
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.key.as_str())
         .collect();
     Verdict {
         status: if failing.is_empty() {
@@ -47,12 +55,12 @@ pub fn verdict(failing: &[&str]) -> Verdict {
         } else {
             failing.join(", ")
         },
-        results,
         rejection_message: if failing.is_empty() {
             String::new()
         } else {
             "Maaf.".into()
         },
+        results,
         language: Language::Indonesian,
         model: ModelRef {
             id: "gemma-3-270m".into(),
