@@ -9,6 +9,7 @@ use std::sync::Arc;
 use aegis_eval::{compare, run_info, Comparison, Dataset, EvalReport, Sample, ScoredRow};
 use aegis_runtime::{LoadedGuard, WorkerError};
 use aegis_store::{EvalRunSummary, TemplateSave};
+use futures_util::{stream, StreamExt};
 use serde::Serialize;
 
 use crate::console::{lock, Console, ConsoleEvent};
@@ -99,34 +100,31 @@ impl Console {
             })
         };
         progress(0);
-        for chunk in dataset.rows.chunks(IN_FLIGHT) {
+        // In row order, IN_FLIGHT at a time; others share the queue, so each waits its turn
+        // rather than failing the run. The stream owns its texts: a borrowing one makes the
+        // command's future not provably Send (rust-lang/rust#102211).
+        let texts: Vec<String> = dataset
+            .rows
+            .iter()
+            .map(|r| r.message.text.clone())
+            .collect();
+        let mut answers = stream::iter(texts)
+            .map(|text| worker.check_waiting(text, Some(loaded.clone())))
+            .buffered(IN_FLIGHT);
+        for row in &dataset.rows {
+            let Some(answer) = answers.next().await else {
+                break;
+            };
             if cancel.load(Ordering::Relaxed) {
                 return Err(ConsoleError::Invalid("the evaluation was cancelled".into()));
             }
-            let mut tasks = tokio::task::JoinSet::new();
-            for (slot, row) in chunk.iter().enumerate() {
-                let (worker, guard, text) =
-                    (worker.clone(), loaded.clone(), row.message.text.clone());
-                tasks.spawn(async move {
-                    // Others share the queue; wait our turn rather than fail the run.
-                    (slot, worker.check_waiting(text, Some(guard)).await)
-                });
-            }
-            let mut answers: Vec<Option<Result<_, WorkerError>>> =
-                (0..chunk.len()).map(|_| None).collect();
-            while let Some(joined) = tasks.join_next().await {
-                let (slot, answer) = joined.map_err(|e| ConsoleError::Invalid(e.to_string()))?;
-                answers[slot] = Some(answer);
-            }
-            for (row, answer) in chunk.iter().zip(answers) {
-                let verdict = match answer {
-                    Some(Ok(checked)) => Ok(checked.verdict),
-                    Some(Err(WorkerError::Guard(e))) => Err(e.to_string()),
-                    Some(Err(e)) => return Err(e.into()),
-                    None => return Err(ConsoleError::Invalid("a message got no answer".into())),
-                };
-                rows.push(ScoredRow::new(row, verdict.as_ref().map_err(Clone::clone)));
-            }
+            let verdict = match answer {
+                Ok(checked) => Ok(checked.verdict),
+                // The message's own problem (too long, say) is that row's result.
+                Err(WorkerError::Guard(e)) => Err(e.to_string()),
+                Err(e) => return Err(e.into()),
+            };
+            rows.push(ScoredRow::new(row, verdict.as_ref().map_err(Clone::clone)));
             progress(rows.len());
         }
         Ok(rows)
