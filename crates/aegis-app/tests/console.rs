@@ -343,7 +343,11 @@ async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied(
             _ => None,
         })
         .collect();
-    assert_eq!(progress, (0..=8).collect::<Vec<_>>(), "a progress event per row");
+    assert_eq!(
+        progress,
+        (0..=8).collect::<Vec<_>>(),
+        "a progress event per row"
+    );
     let toxic = view.report.validator("toxic").expect("toxic");
     assert_eq!(toxic.scored_by, "head");
     assert_eq!(toxic.overall.labelled, 6);

@@ -37,6 +37,8 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the model server at {url}: {message}")]
+    Backend { url: String, message: String },
     #[error("tensor computation failed: {0}")]
     Candle(#[from] candle_core::Error),
 }

@@ -1,0 +1,145 @@
+//! HTTP to the model server: one pooled client, a time limit on every request, and a few retries
+//! with growing pauses where another try can help (no connection, a timeout, a 5xx answer).
+
+use std::time::Duration;
+
+use aegis_engine::EngineError;
+use serde_json::Value;
+
+/// Limits on talking to the server.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// How long one request may take, answer included.
+    pub timeout: Duration,
+    /// How long opening a connection may take before the server counts as down.
+    pub connect_timeout: Duration,
+    /// Tries after the first, for failures another try can mend.
+    pub retries: u32,
+    /// The pause before the first retry; each later one doubles it.
+    pub backoff: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            retries: 2,
+            backoff: Duration::from_millis(250),
+        }
+    }
+}
+
+pub(crate) struct Client {
+    http: reqwest::Client,
+    url: String,
+    options: ClientOptions,
+}
+
+/// One failed try, and whether another may succeed.
+struct Failure {
+    message: String,
+    transient: bool,
+}
+
+impl Client {
+    pub fn new(url: &str, options: ClientOptions) -> Result<Self, EngineError> {
+        let url = url.trim_end_matches('/').to_string();
+        let http = reqwest::Client::builder()
+            .timeout(options.timeout)
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|e| EngineError::Backend {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(Self { http, url, options })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// An error about this server.
+    pub fn error(&self, message: impl Into<String>) -> EngineError {
+        EngineError::Backend {
+            url: self.url.clone(),
+            message: message.into(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, EngineError> {
+        self.send(path, None)
+            .await?
+            .ok_or_else(|| self.error(format!("{path} is not found there")))
+    }
+
+    /// `get`, with `None` where the server has no such path (a 404).
+    pub async fn get_optional(&self, path: &str) -> Result<Option<Value>, EngineError> {
+        self.send(path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, EngineError> {
+        self.send(path, Some(body))
+            .await?
+            .ok_or_else(|| self.error(format!("{path} is not found there")))
+    }
+
+    async fn send(&self, path: &str, body: Option<&Value>) -> Result<Option<Value>, EngineError> {
+        let mut pause = self.options.backoff;
+        let mut tries_left = self.options.retries;
+        loop {
+            match self.try_once(path, body).await {
+                Ok(answer) => return Ok(answer),
+                Err(failure) if failure.transient && tries_left > 0 => {
+                    tracing::warn!(url = %self.url, path, problem = %failure.message, "model server request failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                    tries_left -= 1;
+                }
+                Err(failure) => return Err(self.error(format!("{path}: {}", failure.message))),
+            }
+        }
+    }
+
+    async fn try_once(&self, path: &str, body: Option<&Value>) -> Result<Option<Value>, Failure> {
+        let address = format!("{}{path}", self.url);
+        let request = match body {
+            Some(body) => self.http.post(&address).json(body),
+            None => self.http.get(&address),
+        };
+        let response = request.send().await.map_err(|e| Failure {
+            message: describe(&e, &self.options),
+            transient: e.is_connect() || e.is_timeout() || e.is_request(),
+        })?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        let text = response.text().await.map_err(|e| Failure {
+            message: describe(&e, &self.options),
+            transient: e.is_timeout(),
+        })?;
+        if !status.is_success() {
+            let shown: String = text.chars().take(300).collect();
+            return Err(Failure {
+                message: format!("answered {status}: {shown}"),
+                transient: status.is_server_error(),
+            });
+        }
+        serde_json::from_str(&text).map(Some).map_err(|e| Failure {
+            message: format!("answered with something other than JSON ({e})"),
+            transient: false,
+        })
+    }
+}
+
+fn describe(error: &reqwest::Error, options: &ClientOptions) -> String {
+    if error.is_connect() {
+        "nothing answers there (is the server running?)".into()
+    } else if error.is_timeout() {
+        format!("no answer within {:.0?}", options.timeout)
+    } else {
+        error.to_string()
+    }
+}

@@ -1,0 +1,256 @@
+//! The guard's model on a shared inference server: llama.cpp's `llama-server` or vLLM, behind the
+//! engine's `LanguageModel` trait. Prompts are rendered and tokenised here, with the same
+//! tokenizer and prompt boundary as the local engine, and sent as token ids; P(Yes) comes from the
+//! answer position's log-probabilities of `Yes` and `No`, renormalised over the two.
+//!
+//! The trait is synchronous (the model worker's thread calls it); this crate owns a small Tokio
+//! runtime to send a message's prompts concurrently, so the server can batch them. Never call it
+//! from inside another Tokio runtime.
+
+mod client;
+mod dialect;
+
+use std::path::Path;
+use std::time::Instant;
+
+use aegis_engine::{
+    two_way_probability, EngineError, GemmaTokenizer, LanguageModel, ModelInfo, Prompt, Scored,
+    Scores, Segment,
+};
+use futures_util::future::join_all;
+use serde_json::Value;
+
+pub use client::ClientOptions;
+pub use dialect::{Dialect, TOP_LOGPROBS};
+
+use client::Client;
+
+/// Plain text both tokenizers must split alike: two languages, an emoji, a run of spaces and a
+/// control-token spelling that must stay text.
+pub const TOKENIZER_PROBE: &str =
+    "Halo kak, makasih ya 🙏  Is this <start_of_turn>user spam? Rp 50.000,00";
+
+/// The context assumed when the server does not say its own.
+const DEFAULT_CONTEXT: usize = 8192;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{0}")]
+    Server(#[from] EngineError),
+    #[error(
+        "the server at {url} tokenizes differently from ours ({ours_file}): {probe:?} is {ours:?} here and {theirs:?} there; point --backend at a server running a Gemma 3 model"
+    )]
+    TokenizerMismatch {
+        url: String,
+        ours_file: String,
+        probe: &'static str,
+        ours: Vec<u32>,
+        theirs: Vec<u32>,
+    },
+    #[error("cannot start the backend's client: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+/// A Gemma 3 model served by another process.
+pub struct RemoteModel {
+    client: Client,
+    runtime: tokio::runtime::Runtime,
+    dialect: Dialect,
+    tokenizer: GemmaTokenizer,
+    info: ModelInfo,
+    served: String,
+    answer_ids: [u32; 2],
+}
+
+impl std::fmt::Debug for RemoteModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteModel")
+            .field("dialect", &self.dialect)
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+impl RemoteModel {
+    /// Connects to the server at `url`: finds out which API it speaks and which model it serves,
+    /// and checks that it tokenizes like `tokenizer_file` (the Gemma 3 tokenizer).
+    pub fn connect(
+        url: &str,
+        tokenizer_file: &Path,
+        options: ClientOptions,
+    ) -> Result<Self, RemoteError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let client = Client::new(url, options)?;
+        let tokenizer = GemmaTokenizer::from_file(tokenizer_file)?;
+        let answer_id = |token: &str| {
+            tokenizer
+                .token_id(token)
+                .ok_or_else(|| EngineError::Tokenizer {
+                    path: tokenizer_file.to_path_buf(),
+                    message: format!("has no {token:?} token to score answers with"),
+                })
+        };
+        let answer_ids = [answer_id("Yes")?, answer_id("No")?];
+        let (dialect, served, context) = runtime.block_on(identify(&client))?;
+        let ours = tokenizer.encode_segment(&Segment::User(TOKENIZER_PROBE.into()))?;
+        let theirs = runtime
+            .block_on(client.post(
+                "/tokenize",
+                &dialect.tokenize_request(&served, TOKENIZER_PROBE),
+            ))
+            .and_then(|answer| Dialect::tokens(&answer).map_err(|m| client.error(m)))?;
+        if ours != theirs {
+            return Err(RemoteError::TokenizerMismatch {
+                url: client.url().to_string(),
+                ours_file: tokenizer_file.display().to_string(),
+                probe: TOKENIZER_PROBE,
+                ours,
+                theirs,
+            });
+        }
+        let info = ModelInfo {
+            id: served.clone(),
+            // A verdict names the server in place of a weight file's hash.
+            content_hash: client.url().to_string(),
+            device: "remote".into(),
+            weight_format: dialect.name().into(),
+            context_length: context.unwrap_or(DEFAULT_CONTEXT),
+            // No hidden states come back from a server: learned heads cannot run on it.
+            layers: 0,
+            synthetic: false,
+        };
+        tracing::info!(url = %info.content_hash, model = %served, api = dialect.name(), context = info.context_length, "model server connected");
+        Ok(Self {
+            client,
+            runtime,
+            dialect,
+            tokenizer,
+            info,
+            served,
+            answer_ids,
+        })
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Token ids of `prompt`, within the context.
+    fn ids(&self, prompt: &[Segment]) -> Result<Vec<u32>, EngineError> {
+        let ids = self.tokenizer.encode_prompt(prompt)?;
+        if ids.len() > self.info.context_length {
+            return Err(EngineError::ContextExceeded {
+                prompt_tokens: ids.len(),
+                limit: self.info.context_length,
+            });
+        }
+        Ok(ids)
+    }
+
+    /// P(Yes) for one prompt's ids, from the server's log-probabilities.
+    async fn p_yes(&self, ids: Vec<u32>, started: Instant) -> Result<Scored, EngineError> {
+        let answer = self
+            .client
+            .post(
+                self.dialect.completion_path(),
+                &self.dialect.score_request(&self.served, &ids),
+            )
+            .await?;
+        let [yes, no] = self
+            .dialect
+            .answer_logprobs(&answer, self.answer_ids)
+            .map_err(|m| self.client.error(m))?;
+        let missing = |token: &str| {
+            self.client.error(format!(
+                "its top {TOP_LOGPROBS} log-probabilities at the answer leave out {token:?}, so P(Yes) cannot be computed for this prompt"
+            ))
+        };
+        let (yes, no) = (
+            yes.ok_or_else(|| missing("Yes"))?,
+            no.ok_or_else(|| missing("No"))?,
+        );
+        Ok(Scored {
+            // Log-probabilities differ from logits by one shared constant: the two-way softmax
+            // of either is the same.
+            p_yes: two_way_probability(yes, no),
+            elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+}
+
+/// Which API the server at the client's URL speaks, the model it serves and its context.
+async fn identify(client: &Client) -> Result<(Dialect, String, Option<usize>), EngineError> {
+    let models = client.get("/v1/models").await?;
+    let (served, listed_context) = dialect::served_model(&models).map_err(|m| client.error(m))?;
+    // Only llama.cpp's server has /props; it also says the context each request gets.
+    match client.get_optional("/props").await? {
+        Some(props) => Ok((
+            Dialect::LlamaCpp,
+            served,
+            dialect::llama_cpp_context(&props),
+        )),
+        None => Ok((Dialect::OpenAi, served, listed_context)),
+    }
+}
+
+impl LanguageModel for RemoteModel {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn count_user_tokens(&self, text: &str) -> aegis_engine::Result<usize> {
+        self.tokenizer.count_user_tokens(text)
+    }
+
+    fn count_prompt_tokens(&self, prompt: &[Segment]) -> aegis_engine::Result<usize> {
+        Ok(self.tokenizer.encode_prompt(prompt)?.len())
+    }
+
+    fn score(&self, prompts: &[Prompt]) -> aegis_engine::Result<Scores> {
+        self.score_batch(&[prompts.to_vec()])
+            .pop()
+            .unwrap_or_else(|| Ok(Scores::default()))
+    }
+
+    /// Every prompt of every message goes out at once; the server batches them.
+    fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<aegis_engine::Result<Scores>> {
+        let started = Instant::now();
+        self.runtime
+            .block_on(join_all(messages.iter().map(|prompts| async move {
+                let ids = prompts
+                    .iter()
+                    .map(|p| self.ids(p))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let answers = join_all(ids.into_iter().map(|ids| self.p_yes(ids, started))).await;
+                Ok(Scores {
+                    answers: answers.into_iter().collect::<Result<_, _>>()?,
+                })
+            })))
+    }
+
+    fn generate(
+        &self,
+        prompt: &[Segment],
+        max_tokens: usize,
+        on_text: &mut dyn FnMut(&str),
+    ) -> aegis_engine::Result<String> {
+        let ids = self.ids(prompt)?;
+        let request = self.dialect.generate_request(
+            &self.served,
+            &ids,
+            max_tokens,
+            self.tokenizer.stop_ids(),
+        );
+        let answer: Value = self
+            .runtime
+            .block_on(self.client.post(self.dialect.completion_path(), &request))?;
+        let text = self
+            .dialect
+            .generated_text(&answer)
+            .map_err(|m| self.client.error(m))?;
+        on_text(&text);
+        Ok(text)
+    }
+}

@@ -1,0 +1,1 @@
+//! Placeholder until the live server test lands.
