@@ -1,8 +1,6 @@
 //! The remote backend against servers that misbehave on purpose: a stand-in on 127.0.0.1 that
 //! answers in llama.cpp's shapes (tokenizing with the real Gemma 3 tokenizer), and can be made
-//! to fail, stall or tokenize differently. The live llama.cpp server is in `live.rs`.
-
-mod live;
+//! to fail, stall or tokenize differently.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

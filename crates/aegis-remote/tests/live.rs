@@ -1,1 +1,0 @@
-//! Placeholder until the live server test lands.
