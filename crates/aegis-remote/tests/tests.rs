@@ -1,6 +1,9 @@
 //! The remote backend against servers that misbehave on purpose: a stand-in on 127.0.0.1 that
 //! answers in llama.cpp's shapes (tokenizing with the real Gemma 3 tokenizer), and can be made
-//! to fail, stall or tokenize differently.
+//! to fail, stall or tokenize differently. `live_server` runs the same client against a real
+//! llama.cpp server.
+
+mod live_server;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -103,15 +106,16 @@ async fn completion(
         Behaviour::Stalls => tokio::time::sleep(Duration::from_secs(5)).await,
         _ => {}
     }
-    let mut top = vec![json!({"id": yes, "logprob": -1.0})];
+    // llama.cpp lists probabilities after sampling; these are e^-1 and e^-2.
+    let mut top = vec![json!({"id": yes, "prob": (-1.0f64).exp()})];
     if s.behaviour != Behaviour::NoNo {
-        top.push(json!({"id": no, "logprob": -2.0}));
+        top.push(json!({"id": no, "prob": (-2.0f64).exp()}));
     }
     if body["n_predict"] == 1 {
         (
             StatusCode::OK,
             Json(
-                json!({"content": "Yes", "completion_probabilities": [{"id": yes, "top_logprobs": top}]}),
+                json!({"content": "Yes", "completion_probabilities": [{"id": yes, "top_probs": top}]}),
             ),
         )
     } else {
@@ -239,5 +243,5 @@ async fn a_missing_no_is_reported_not_guessed() {
     let (url, _) = serve(Behaviour::NoNo).await;
     let model = Arc::new(connect(url).await.expect("connect"));
     let error = score(model, "halo").await.expect_err("no No").to_string();
-    assert!(error.contains("leave out \"No\""), "{error}");
+    assert!(error.contains("leaves \"No\" out"), "{error}");
 }
