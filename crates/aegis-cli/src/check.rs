@@ -169,14 +169,22 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
             println!("message: {}", verdict.rejection_message);
         }
     }
-    println!(
-        "model: {} (sha256 {}) on {}, {} weights, {:.0} ms",
-        verdict.model.id,
-        &verdict.model.content_hash[..12.min(verdict.model.content_hash.len())],
-        model.device,
-        model.weight_format,
-        verdict.latency_ms
-    );
+    if aegis_guard::heads_unavailable(model).is_some() {
+        // A model server: its URL stands where a local file's hash would.
+        println!(
+            "model: {} served by {} ({}), {:.0} ms",
+            verdict.model.id, verdict.model.content_hash, model.weight_format, verdict.latency_ms
+        );
+    } else {
+        println!(
+            "model: {} (sha256 {}) on {}, {} weights, {:.0} ms",
+            verdict.model.id,
+            &verdict.model.content_hash[..12.min(verdict.model.content_hash.len())],
+            model.device,
+            model.weight_format,
+            verdict.latency_ms
+        );
+    }
     if model.synthetic {
         println!("warning: {}", aegis_engine::SYNTHETIC_WARNING);
     }

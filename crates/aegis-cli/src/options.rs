@@ -8,6 +8,7 @@ use aegis_engine::{
     DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
 };
 use aegis_guard::{find_prompts_dir, Guard, GuardError, RejectionMode};
+use aegis_remote::{ClientOptions, RemoteModel};
 use anyhow::{Context, Result};
 
 #[derive(Debug, clap::Args)]
@@ -36,6 +37,11 @@ pub struct ModelArgs {
 pub struct GuardArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    /// A shared inference server to run the guard's model on instead of loading one here:
+    /// llama.cpp's `llama-server` or vLLM, e.g. http://gpu-box:8000. Prompts are still rendered
+    /// and tokenised here; learned heads cannot run on it, so the prompts decide.
+    #[arg(long, env = "AEGIS_BACKEND")]
+    pub backend: Option<String>,
     /// Folder of validator templates; else AEGIS_PROMPTS, else ./prompt_guard, else beside
     /// the executable.
     #[arg(long)]
@@ -75,6 +81,19 @@ impl ModelArgs {
     }
 }
 
+/// The model server at `url`, checked against the Gemma 3 tokenizer that `scripts/setup-model.sh`
+/// caches (the same for every Gemma 3 size).
+pub fn connect_backend(url: &str) -> Result<RemoteModel> {
+    let tokenizer = aegis_engine::default_model_dir().join("tokenizer.json");
+    anyhow::ensure!(
+        tokenizer.is_file(),
+        "the Gemma 3 tokenizer is not at {}: run scripts/setup-model.sh (a remote backend still tokenises here)",
+        tokenizer.display()
+    );
+    RemoteModel::connect(url, &tokenizer, ClientOptions::default())
+        .with_context(|| format!("connecting to the model server at {url}"))
+}
+
 impl GuardArgs {
     /// The templates folder (see `find_prompts_dir` for where it is looked for).
     pub fn prompts_dir(&self) -> Result<PathBuf> {
@@ -84,16 +103,25 @@ impl GuardArgs {
     pub fn load(&self) -> Result<Guard> {
         // The folder first: a missing one should not wait for the model to load.
         let prompts = self.prompts_dir()?;
-        let engine = self.model.load()?;
-        self.guard_on(Arc::new(engine), &prompts)
+        let model: Arc<dyn LanguageModel> = match &self.backend {
+            Some(url) => Arc::new(connect_backend(url)?),
+            None => Arc::new(self.model.load()?),
+        };
+        self.guard_on(model, &prompts)
     }
 
     /// A guard from the templates in `dir` on an already loaded model (one model can serve
     /// several template sets, as `aegis eval --compare` does).
     pub fn guard_on(&self, model: Arc<dyn LanguageModel>, dir: &Path) -> Result<Guard> {
+        let heads_unavailable = aegis_guard::heads_unavailable(model.info());
         let (guard, problems) = Guard::from_dir(model, dir)?;
+        if let Some(reason) = &heads_unavailable {
+            eprintln!("note: {reason}; each validator's prompt decides");
+        }
         for problem in problems {
             match problem {
+                // Said once above for every head.
+                GuardError::HeadRefused { .. } if heads_unavailable.is_some() => {}
                 GuardError::HeadRefused { .. } => eprintln!("warning: {problem}"),
                 _ => eprintln!("warning: template refused: {problem}"),
             }

@@ -39,6 +39,10 @@ pub enum EngineError {
     },
     #[error("the model server at {url}: {message}")]
     Backend { url: String, message: String },
+    /// The model server cannot be reached or keeps failing (connection refused, timeouts, 5xx
+    /// after retries): a later try may succeed, so callers wait rather than give up on the input.
+    #[error("the model server at {url} is unavailable: {message}")]
+    BackendUnavailable { url: String, message: String },
     #[error("tensor computation failed: {0}")]
     Candle(#[from] candle_core::Error),
 }

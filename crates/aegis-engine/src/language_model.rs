@@ -60,6 +60,12 @@ pub trait LanguageModel: Send + Sync {
             .collect()
     }
 
+    /// Whether the model can answer now. A local model always can once loaded; a model server
+    /// is asked, briefly, so `/health` can report one that went away. Blocking.
+    fn probe(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The cross-request cache of template openings, for reports; `None` without one.
     fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
         None

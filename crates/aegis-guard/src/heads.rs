@@ -103,7 +103,20 @@ pub fn load_heads(
     (heads, warnings)
 }
 
+/// Why no head can run on `model`, if none can: a model server returns no hidden states.
+pub fn heads_unavailable(model: &ModelInfo) -> Option<String> {
+    (model.layers == 0).then(|| {
+        format!(
+            "the model is served by {}, which returns no hidden states for learned heads to read",
+            model.content_hash
+        )
+    })
+}
+
 pub fn check_binding(head: &Head, validator: &Validator, model: &ModelInfo) -> Result<(), String> {
+    if let Some(reason) = heads_unavailable(model) {
+        return Err(reason);
+    }
     if head.validator != validator.key {
         return Err(format!(
             "it was trained for validator {:?}, not {:?}",

@@ -68,6 +68,25 @@ impl Client {
         }
     }
 
+    /// One quick try at `path` (no retries, a short timeout), for health checks.
+    pub async fn probe(&self, path: &str) -> Result<(), EngineError> {
+        let unavailable = |message: String| EngineError::BackendUnavailable {
+            url: self.url.clone(),
+            message,
+        };
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .timeout(self.options.connect_timeout)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e, &self.options)))?;
+        match response.status() {
+            status if status.is_success() => Ok(()),
+            status => Err(unavailable(format!("{path} answered {status}"))),
+        }
+    }
+
     pub async fn get(&self, path: &str) -> Result<Value, EngineError> {
         self.send(path, None)
             .await?
@@ -96,6 +115,12 @@ impl Client {
                     tokio::time::sleep(pause).await;
                     pause *= 2;
                     tries_left -= 1;
+                }
+                Err(failure) if failure.transient => {
+                    return Err(EngineError::BackendUnavailable {
+                        url: self.url.clone(),
+                        message: format!("{path}: {}", failure.message),
+                    })
                 }
                 Err(failure) => return Err(self.error(format!("{path}: {}", failure.message))),
             }

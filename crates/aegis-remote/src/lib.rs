@@ -4,8 +4,8 @@
 //! answer position's log-probabilities of `Yes` and `No`, renormalised over the two.
 //!
 //! The trait is synchronous (the model worker's thread calls it); this crate owns a small Tokio
-//! runtime to send a message's prompts concurrently, so the server can batch them. Never call it
-//! from inside another Tokio runtime.
+//! runtime to send a message's prompts concurrently, so the server can batch them. Call it from
+//! plain threads (the worker's, or `spawn_blocking`), never from an async task.
 
 mod client;
 mod dialect;
@@ -38,7 +38,7 @@ const DEFAULT_CONTEXT: usize = 8192;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    #[error("{0}")]
+    #[error(transparent)]
     Server(#[from] EngineError),
     #[error(
         "the server at {url} tokenizes differently from ours ({ours_file}): {probe:?} is {ours:?} here and {theirs:?} there; point --backend at a server running a Gemma 3 model"
@@ -57,7 +57,9 @@ pub enum RemoteError {
 /// A Gemma 3 model served by another process.
 pub struct RemoteModel {
     client: Client,
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until drop, which hands it back without blocking (a model may be dropped on
+    /// an async task's thread, where a blocking shutdown would panic).
+    runtime: Option<tokio::runtime::Runtime>,
     dialect: Dialect,
     tokenizer: GemmaTokenizer,
     info: ModelInfo,
@@ -82,7 +84,11 @@ impl RemoteModel {
         tokenizer_file: &Path,
         options: ClientOptions,
     ) -> Result<Self, RemoteError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        // One I/O thread of its own, so a health probe from another thread is answered while
+        // the worker's batch is in flight (a current-thread runtime would serialise them).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("aegis-remote")
             .enable_all()
             .build()?;
         let client = Client::new(url, options)?;
@@ -127,7 +133,7 @@ impl RemoteModel {
         tracing::info!(url = %info.content_hash, model = %served, api = dialect.name(), context = info.context_length, "model server connected");
         Ok(Self {
             client,
-            runtime,
+            runtime: Some(runtime),
             dialect,
             tokenizer,
             info,
@@ -138,6 +144,13 @@ impl RemoteModel {
 
     pub fn dialect(&self) -> Dialect {
         self.dialect
+    }
+
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives until drop")
+            .block_on(future)
     }
 
     /// Token ids of `prompt`, within the context.
@@ -201,9 +214,22 @@ async fn identify(client: &Client) -> Result<(Dialect, String, Option<usize>), E
     }
 }
 
+impl Drop for RemoteModel {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 impl LanguageModel for RemoteModel {
     fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// Both servers answer `/health` with 200 once they serve (llama.cpp: 503 while loading).
+    fn probe(&self) -> aegis_engine::Result<()> {
+        self.block_on(self.client.probe("/health"))
     }
 
     fn count_user_tokens(&self, text: &str) -> aegis_engine::Result<usize> {
@@ -223,17 +249,16 @@ impl LanguageModel for RemoteModel {
     /// Every prompt of every message goes out at once; the server batches them.
     fn score_batch(&self, messages: &[Vec<Prompt>]) -> Vec<aegis_engine::Result<Scores>> {
         let started = Instant::now();
-        self.runtime
-            .block_on(join_all(messages.iter().map(|prompts| async move {
-                let ids = prompts
-                    .iter()
-                    .map(|p| self.ids(p))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let answers = join_all(ids.into_iter().map(|ids| self.p_yes(ids, started))).await;
-                Ok(Scores {
-                    answers: answers.into_iter().collect::<Result<_, _>>()?,
-                })
-            })))
+        self.block_on(join_all(messages.iter().map(|prompts| async move {
+            let ids = prompts
+                .iter()
+                .map(|p| self.ids(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let answers = join_all(ids.into_iter().map(|ids| self.p_yes(ids, started))).await;
+            Ok(Scores {
+                answers: answers.into_iter().collect::<Result<_, _>>()?,
+            })
+        })))
     }
 
     fn generate(
@@ -249,9 +274,8 @@ impl LanguageModel for RemoteModel {
             max_tokens,
             self.tokenizer.stop_ids(),
         );
-        let answer: Value = self
-            .runtime
-            .block_on(self.client.post(self.dialect.completion_path(), &request))?;
+        let answer: Value =
+            self.block_on(self.client.post(self.dialect.completion_path(), &request))?;
         let text = self
             .dialect
             .generated_text(&answer)

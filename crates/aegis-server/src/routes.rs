@@ -136,6 +136,10 @@ struct GuardRequest {
     question: String,
 }
 
+/// What a client is told to wait when the model server is down: about one retry cycle of its
+/// client (connect timeout plus backoff), so a client does not hammer a server that is restarting.
+const BACKEND_RETRY_AFTER_S: u32 = 5;
+
 fn worker_error(error: WorkerError) -> ApiError {
     match error {
         WorkerError::Busy(_) => ApiError::busy(error.to_string(), 1),
@@ -145,6 +149,12 @@ fn worker_error(error: WorkerError) -> ApiError {
             "model_unavailable",
             error.to_string(),
         ),
+        WorkerError::Guard(GuardError::Engine(
+            e @ aegis_engine::EngineError::BackendUnavailable { .. },
+        )) => ApiError {
+            code: "backend_unavailable",
+            ..ApiError::busy(e.to_string(), BACKEND_RETRY_AFTER_S)
+        },
         WorkerError::Guard(GuardError::EmptyText) => {
             ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
         }
@@ -211,6 +221,7 @@ async fn chat(
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let mut status = "healthy";
     let model = match state.worker.status() {
         ModelStatus::Loading => json!({"state": "loading"}),
         ModelStatus::Ready(info) => {
@@ -220,15 +231,31 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
                 model["synthetic"] = json!(true);
                 model["warning"] = json!(SYNTHETIC_WARNING);
             }
+            if let Some(problem) = probe_model(&state).await {
+                status = "degraded";
+                model["state"] = json!("unavailable");
+                model["error"] = json!(problem);
+            }
             model
         }
         ModelStatus::Failed(error) => json!({"state": "failed", "error": error}),
     };
     Json(json!({
-        "status": "healthy",
+        "status": status,
         "message": "Guardian Validation API is running",
         "model": model,
     }))
+}
+
+/// Asks the model whether it can answer now (a model server may have gone away since it was
+/// connected); `None` when it can. Off the async threads: the probe blocks, briefly.
+async fn probe_model(state: &AppState) -> Option<String> {
+    let guard = state.worker.guard()?;
+    match tokio::task::spawn_blocking(move || guard.model().probe()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(problem)) => Some(problem.to_string()),
+        Err(join) => Some(format!("the health probe failed: {join}")),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -330,7 +357,11 @@ async fn validators(State(state): State<Arc<AppState>>) -> Result<Json<Value>, A
             })
         })
         .collect();
-    Ok(Json(json!({ "validators": list })))
+    let mut answer = json!({ "validators": list });
+    if let Some(reason) = aegis_guard::heads_unavailable(guard.model().info()) {
+        answer["heads_unavailable"] = json!(reason);
+    }
+    Ok(Json(answer))
 }
 
 async fn openapi() -> Json<Value> {

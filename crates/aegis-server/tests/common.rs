@@ -2,7 +2,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use aegis_engine::GemmaEngine;
+use aegis_engine::{GemmaEngine, LanguageModel};
 use aegis_guard::Guard;
 use aegis_runtime::Worker;
 use aegis_server::{router, AppState, ServerConfig};
@@ -44,6 +44,15 @@ impl TestServer {
 }
 
 pub async fn start(config: ServerConfig, queue: usize) -> TestServer {
+    start_on(engine(), config, queue).await
+}
+
+/// The server with the shipped templates on `model`.
+pub async fn start_on(
+    model: Arc<dyn LanguageModel>,
+    config: ServerConfig,
+    queue: usize,
+) -> TestServer {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Arc::new(
         Store::open(&dir.path().join("history.db"))
@@ -51,9 +60,8 @@ pub async fn start(config: ServerConfig, queue: usize) -> TestServer {
             .expect("store"),
     );
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
-    let engine = engine();
     let worker = Worker::start(queue, move || {
-        Guard::from_dir(engine, &prompts)
+        Guard::from_dir(model, &prompts)
             .map(|(guard, _)| guard)
             .map_err(|e| e.to_string())
     });
