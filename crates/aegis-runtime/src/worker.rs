@@ -180,6 +180,16 @@ impl Worker {
         }
     }
 
+    /// Messages waiting for the model now (at most the queue's size).
+    pub fn queued(&self) -> usize {
+        self.queue.saturating_sub(self.jobs.capacity())
+    }
+
+    /// How many messages may wait before new ones are refused as busy.
+    pub fn queue_size(&self) -> usize {
+        self.queue
+    }
+
     pub fn status(&self) -> ModelStatus {
         self.status.borrow().clone()
     }

@@ -1,9 +1,10 @@
 //! The local HTTP API over a shared guard and history: the original service's `/validate`,
-//! `/chat` and `/health`, an OpenAI-compatible `/v1/moderations`, `/validators` and an OpenAPI
-//! description. A library: `aegis serve` and the desktop app mount the same router.
+//! `/chat` and `/health`, an OpenAI-compatible `/v1/moderations`, `/validators`, Prometheus
+//! `/metrics` and an OpenAPI description. A library: `aegis serve` and the desktop app mount the same router.
 
 mod auth;
 mod error;
+mod metrics;
 mod openapi;
 mod routes;
 

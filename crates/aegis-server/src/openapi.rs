@@ -68,6 +68,7 @@ pub fn document() -> Value {
                 "200": {"description": "Running", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}}}
             }}},
             "/validators": {"get": {"summary": "The loaded validators", "responses": validators_responses}},
+            "/metrics": {"get": {"summary": "Prometheus metrics: requests, verdict latency, verdicts per validator, failures, queue, model state", "responses": {"200": {"description": "Prometheus text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"description": "A token is set and was not sent"}}}},
             "/openapi.json": {"get": {"summary": "This document", "responses": {
                 "200": {"description": "OpenAPI 3.0 document", "content": {"application/json": {"schema": {"type": "object"}}}},
                 "401": {"description": "Missing or wrong bearer token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

@@ -66,6 +66,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/moderations", post(moderations))
         .route("/validators", get(validators))
         .route("/openapi.json", get(openapi))
+        .route("/metrics", get(crate::metrics::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
@@ -90,7 +91,11 @@ pub fn router(state: Arc<AppState>) -> Router {
                 ]),
         );
     }
-    router.with_state(state)
+    // Outermost, so refused requests (401, 413, 503) are counted too.
+    crate::metrics::install();
+    router
+        .layer(axum::middleware::from_fn(crate::metrics::track_requests))
+        .with_state(state)
 }
 
 /// JSON bodies whose every rejection answers in the API's error shape.
@@ -176,6 +181,19 @@ fn worker_error(error: WorkerError) -> ApiError {
 
 /// Checks and records one message.
 async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Verdict, ApiError> {
+    let checked = check_unmeasured(state, text, user_id).await;
+    match &checked {
+        Ok(verdict) => crate::metrics::record_verdict(verdict),
+        Err(error) => crate::metrics::record_check_failure(error),
+    }
+    checked
+}
+
+async fn check_unmeasured(
+    state: &AppState,
+    text: &str,
+    user_id: Option<&str>,
+) -> Result<Verdict, ApiError> {
     if text.trim().is_empty() {
         return Err(ApiError::bad_request(
             "empty_text",
@@ -249,7 +267,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
 
 /// Asks the model whether it can answer now (a model server may have gone away since it was
 /// connected); `None` when it can. Off the async threads: the probe blocks, briefly.
-async fn probe_model(state: &AppState) -> Option<String> {
+pub(crate) async fn probe_model(state: &AppState) -> Option<String> {
     let guard = state.worker.guard()?;
     match tokio::task::spawn_blocking(move || guard.model().probe()).await {
         Ok(Ok(())) => None,

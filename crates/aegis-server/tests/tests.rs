@@ -6,5 +6,6 @@ mod api;
 mod bad_input;
 mod common;
 mod fake;
+mod metrics;
 mod remote;
 mod verdicts;
