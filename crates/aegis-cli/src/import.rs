@@ -38,7 +38,7 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
     let worker = Worker::start(64, move || Ok(guard));
     let progress = ProgressBar::new(file.rows.len() as u64);
     progress.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} rows  {per_sec}  ETA {eta}")
+        ProgressStyle::with_template("{bar:40} {pos}/{len} rows  {per_sec}  ETA {eta}  {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let started = Instant::now();
@@ -62,6 +62,10 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
                 });
             }
             progress.set_position(p.rows_done);
+            match &p.paused {
+                Some(why) => progress.set_message(format!("paused, retrying: {why}")),
+                None => progress.set_message(""),
+            }
             if p.bad_rows > reported_problems {
                 reported_problems = p.bad_rows;
                 if let Some((line, problem)) = &p.last_problem {

@@ -1,8 +1,9 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use aegis_engine::EngineError;
 use aegis_guard::{GuardError, Verdict};
 use aegis_runtime::{Worker, WorkerError};
 use aegis_store::{
@@ -32,6 +33,8 @@ pub enum CheckFailure {
     BadRow(String),
     /// The guard cannot go on: the import stops and can be resumed.
     Fatal(String),
+    /// The model server cannot be reached now: the import pauses and tries the row again.
+    Unavailable(String),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -51,6 +54,8 @@ pub struct ImportProgress {
     /// Rows handled by this run per second.
     pub rows_per_second: f64,
     pub eta_seconds: Option<f64>,
+    /// Why the import is waiting, while the model server cannot be reached; `None` while it runs.
+    pub paused: Option<String>,
     /// The last unusable row: its line and why.
     #[cfg_attr(feature = "ts", ts(type = "[number, string] | null"))]
     pub last_problem: Option<(u64, String)>,
@@ -70,11 +75,15 @@ pub struct ImportSummary {
 
 /// The one way an import checks a row on the model worker, in the app and the CLI alike: it
 /// waits for the model and for room in the queue. A row the guard refuses (empty, too long) is
-/// skipped; anything else (the engine failed, the model stopped) stops the import, and a rerun
-/// resumes it, rather than recording a failure for every row after.
+/// skipped; a model server that cannot be reached pauses the import until it answers again;
+/// anything else (the engine failed, the model stopped) stops the import, and a rerun resumes
+/// it, rather than recording a failure for every row after.
 pub async fn check_on_worker(worker: &Worker, text: String) -> Result<RowChecked, CheckFailure> {
     match worker.check_waiting(text, None).await {
         Ok(checked) => Ok((checked.verdict, checked.templates)),
+        Err(WorkerError::Guard(GuardError::Engine(e @ EngineError::BackendUnavailable { .. }))) => {
+            Err(CheckFailure::Unavailable(e.to_string()))
+        }
         Err(WorkerError::Guard(GuardError::Engine(e))) => Err(CheckFailure::Fatal(e.to_string())),
         Err(WorkerError::Guard(e)) => Err(CheckFailure::BadRow(e.to_string())),
         Err(e) => Err(CheckFailure::Fatal(e.to_string())),
@@ -120,71 +129,95 @@ where
     // gets batches; results still arrive, and are recorded, in row order. The stream owns its
     // rows: closures over borrowed rows make the future not general enough to be `Send`
     // (rust-lang/rust#102211), which a Tauri command needs.
-    let pending: Vec<Row> = file
-        .rows
-        .iter()
-        .filter(|row| row.line as i64 > batch.last_row)
-        .cloned()
-        .collect();
-    let mut outcomes = stream::iter(pending)
-        .map(|Row { line, text }| {
-            let checking = text.map(|text| {
-                let checking = check(text.clone());
-                (text, checking)
-            });
-            async move {
-                let outcome = match checking {
-                    Ok((text, checking)) => checking.await.map(|checked| (text, checked)),
-                    Err(problem) => Err(CheckFailure::BadRow(problem)),
-                };
-                (line, outcome)
+    let mut last_line = batch.last_row;
+    let mut pause = FIRST_PAUSE;
+    // Each pass streams the rows after the last one handled; a pass ends early when the model
+    // server cannot be reached, and the next starts again at the row that could not be checked.
+    loop {
+        let pending: Vec<Row> = file
+            .rows
+            .iter()
+            .filter(|row| row.line as i64 > last_line)
+            .cloned()
+            .collect();
+        let mut outcomes = stream::iter(pending)
+            .map(|Row { line, text }| {
+                let checking = text.map(|text| {
+                    let checking = check(text.clone());
+                    (text, checking)
+                });
+                async move {
+                    let outcome = match checking {
+                        Ok((text, checking)) => checking.await.map(|checked| (text, checked)),
+                        Err(problem) => Err(CheckFailure::BadRow(problem)),
+                    };
+                    (line, outcome)
+                }
+            })
+            .buffered(CHECKS_IN_FLIGHT);
+        let mut unavailable = None;
+        while let Some((line, outcome)) = outcomes.next().await {
+            if cancel.load(Ordering::Relaxed) {
+                return summary(store, progress, false, true, false).await;
             }
-        })
-        .buffered(CHECKS_IN_FLIGHT);
-    while let Some((line, outcome)) = outcomes.next().await {
-        if cancel.load(Ordering::Relaxed) {
+            let at = ImportRow {
+                batch_id: batch.id,
+                row: line as i64,
+            };
+            let outcome = match outcome {
+                Ok(checked) => Ok(checked),
+                Err(CheckFailure::BadRow(problem)) => Err(problem),
+                Err(CheckFailure::Unavailable(message)) => {
+                    unavailable = Some(message);
+                    break;
+                }
+                Err(CheckFailure::Fatal(message)) => {
+                    return Err(ImportError::Stopped { line, message })
+                }
+            };
+            match outcome {
+                Ok((text, (verdict, templates))) => {
+                    store
+                        .record(&NewVerdict {
+                            text: &text,
+                            source: Source::Import,
+                            user_id,
+                            import: Some(at),
+                            verdict: &verdict,
+                            templates: &templates,
+                        })
+                        .await?;
+                    progress.recorded += 1;
+                }
+                Err(problem) => {
+                    store.skip_import_row(at).await?;
+                    progress.bad_rows += 1;
+                    progress.last_problem = Some((line, problem));
+                }
+            }
+            last_line = line as i64;
+            pause = FIRST_PAUSE;
+            progress.paused = None;
+            progress.rows_done += 1;
+            let this_run = (progress.rows_done - done_before) as f64;
+            let seconds = started.elapsed().as_secs_f64().max(1e-3);
+            progress.rows_per_second = this_run / seconds;
+            progress.eta_seconds = Some(
+                (progress.total_rows.saturating_sub(progress.rows_done)) as f64
+                    / progress.rows_per_second.max(1e-9),
+            );
+            on_progress(&progress);
+        }
+        // The rows still in flight are abandoned with the stream: none was recorded.
+        drop(outcomes);
+        let Some(message) = unavailable else { break };
+        tracing::warn!(batch = batch.id, after_line = last_line, pause_s = pause.as_secs(), %message, "import paused: the model server cannot be reached");
+        progress.paused = Some(message);
+        on_progress(&progress);
+        if wait_unless_cancelled(pause, cancel).await {
             return summary(store, progress, false, true, false).await;
         }
-        let at = ImportRow {
-            batch_id: batch.id,
-            row: line as i64,
-        };
-        let outcome = match outcome {
-            Ok(checked) => Ok(checked),
-            Err(CheckFailure::BadRow(problem)) => Err(problem),
-            Err(CheckFailure::Fatal(message)) => {
-                return Err(ImportError::Stopped { line, message })
-            }
-        };
-        match outcome {
-            Ok((text, (verdict, templates))) => {
-                store
-                    .record(&NewVerdict {
-                        text: &text,
-                        source: Source::Import,
-                        user_id,
-                        import: Some(at),
-                        verdict: &verdict,
-                        templates: &templates,
-                    })
-                    .await?;
-                progress.recorded += 1;
-            }
-            Err(problem) => {
-                store.skip_import_row(at).await?;
-                progress.bad_rows += 1;
-                progress.last_problem = Some((line, problem));
-            }
-        }
-        progress.rows_done += 1;
-        let this_run = (progress.rows_done - done_before) as f64;
-        let seconds = started.elapsed().as_secs_f64().max(1e-3);
-        progress.rows_per_second = this_run / seconds;
-        progress.eta_seconds = Some(
-            (progress.total_rows.saturating_sub(progress.rows_done)) as f64
-                / progress.rows_per_second.max(1e-9),
-        );
-        on_progress(&progress);
+        pause = (pause * 2).min(LONGEST_PAUSE);
     }
     store.finish_import(batch.id).await?;
     summary(store, progress, true, false, false).await
@@ -199,8 +232,28 @@ fn initial_progress(batch: &ImportBatch) -> ImportProgress {
         bad_rows: 0,
         rows_per_second: 0.0,
         eta_seconds: None,
+        paused: None,
         last_problem: None,
     }
+}
+
+/// The first pause after the model server stops answering, doubled each time it still does not,
+/// up to the longest.
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_PAUSE: Duration = Duration::from_secs(30);
+
+/// Waits `pause`, looking at `cancel` often enough that a cancelled import stops promptly.
+/// True if it was cancelled.
+async fn wait_unless_cancelled(pause: Duration, cancel: &AtomicBool) -> bool {
+    let step = Duration::from_millis(100);
+    let deadline = Instant::now() + pause;
+    while Instant::now() < deadline {
+        if cancel.load(Ordering::Relaxed) {
+            return true;
+        }
+        tokio::time::sleep(step).await;
+    }
+    cancel.load(Ordering::Relaxed)
 }
 
 async fn summary(

@@ -168,3 +168,79 @@ async fn a_fatal_guard_error_stops_the_import_and_keeps_what_was_done() {
         1
     );
 }
+
+#[tokio::test]
+async fn an_unreachable_model_server_pauses_the_import_which_resumes_when_it_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("store");
+    let path = dir.path().join("pesan.txt");
+    std::fs::write(&path, "halo\npromo murah\nlagi\nterima kasih\n").expect("write");
+    let file = MessageFile::read(&path, None).expect("read");
+    // The server goes away after the first row and answers again after three refused tries.
+    let tries = std::sync::atomic::AtomicUsize::new(0);
+    let mut pauses = Vec::new();
+    let summary = import_file(
+        &store,
+        &file,
+        None,
+        |text| {
+            let attempt = tries.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(if text != "halo" && attempt < 4 {
+                Err(CheckFailure::Unavailable(
+                    "the model server at http://127.0.0.1:9 is unavailable".into(),
+                ))
+            } else {
+                checked(&text)
+            })
+        },
+        |progress| pauses.push(progress.paused.clone()),
+        &AtomicBool::new(false),
+    )
+    .await
+    .expect("import");
+    assert!(summary.complete, "{summary:?}");
+    assert_eq!(
+        summary.progress.recorded, 4,
+        "every row once, none as a failure"
+    );
+    assert_eq!(summary.progress.bad_rows, 0);
+    assert!(pauses
+        .iter()
+        .any(|p| p.as_deref().is_some_and(|m| m.contains("unavailable"))));
+    assert_eq!(pauses.last(), Some(&None), "running again at the end");
+    assert_eq!(
+        store.count(&HistoryFilter::default()).await.expect("count"),
+        4
+    );
+}
+
+#[tokio::test]
+async fn a_paused_import_can_be_cancelled_promptly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("store");
+    let path = dir.path().join("pesan.txt");
+    std::fs::write(&path, "halo\nlagi\n").expect("write");
+    let file = MessageFile::read(&path, None).expect("read");
+    let cancel = AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let summary = import_file(
+        &store,
+        &file,
+        None,
+        |_| std::future::ready(Err(CheckFailure::Unavailable("down".into()))),
+        |progress| {
+            if progress.paused.is_some() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+    .await
+    .expect("import");
+    assert!(summary.cancelled && !summary.complete, "{summary:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}

@@ -10,6 +10,10 @@ rows_done: number, recorded: number, bad_rows: number,
  */
 rows_per_second: number, eta_seconds: number | null, 
 /**
+ * Why the import is waiting, while the model server cannot be reached; `None` while it runs.
+ */
+paused: string | null, 
+/**
  * The last unusable row: its line and why.
  */
 last_problem: [number, string] | null, };
