@@ -49,6 +49,8 @@ pub enum ErrorKind {
     Loading,
     /// The model's queue is full; retry shortly.
     Busy,
+    /// The model server cannot be reached; retry when it is back.
+    Unavailable,
     /// The model or guard failed.
     Model,
     Store,
@@ -77,6 +79,9 @@ impl ConsoleError {
             Self::Worker(WorkerError::Guard(
                 GuardError::EmptyText | GuardError::TooLong { .. },
             )) => ErrorKind::Invalid,
+            Self::Worker(WorkerError::Guard(GuardError::Engine(
+                aegis_engine::EngineError::BackendUnavailable { .. },
+            ))) => ErrorKind::Unavailable,
             Self::Worker(_) => ErrorKind::Model,
             Self::Store(_) => ErrorKind::Store,
             Self::Read(_) | Self::Dataset(_) => ErrorKind::File,

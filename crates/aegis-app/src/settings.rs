@@ -18,6 +18,9 @@ pub struct Settings {
     pub device: String,
     /// auto (f32 on CPU, bf16 on GPU), f32, bf16 or quantized.
     pub weights: String,
+    /// A shared model server (llama.cpp's `llama-server` or vLLM) to run the guard's model on
+    /// instead of `model`, e.g. http://gpu-box:8000; empty runs the model here.
+    pub backend: String,
     /// The validator templates; the shipped `prompt_guard/` when empty.
     pub prompts_dir: String,
     /// "auto" (the message's language), "id" or "en".
@@ -45,6 +48,7 @@ impl Default for Settings {
             model: "default".into(),
             device: "auto".into(),
             weights: "auto".into(),
+            backend: String::new(),
             prompts_dir: String::new(),
             rejection_language: "auto".into(),
             review_margin: 0.15,
@@ -89,6 +93,9 @@ impl Settings {
             );
         }
         self.model_request(&self.model)?;
+        if let Some(url) = self.backend_url() {
+            aegis_remote::check_server_url(url).map_err(ConsoleError::Invalid)?;
+        }
         if !matches!(self.rejection_language.as_str(), "auto" | "id" | "en") {
             return invalid(format!(
                 "rejection language {:?}: use auto, id or en",
@@ -107,6 +114,11 @@ impl Settings {
             aegis_guard::find_prompts_dir(Some(Path::new(prompts)), None)?;
         }
         Ok(())
+    }
+
+    /// The model server to use, if one is set.
+    pub fn backend_url(&self) -> Option<&str> {
+        Some(self.backend.trim()).filter(|url| !url.is_empty())
     }
 
     /// The engine's request for `model` on these settings' device and weights.
@@ -182,5 +194,18 @@ mod tests {
             .expect_err("a missing folder")
             .to_string();
         assert!(refused.contains("/no/such/templates"), "{refused}");
+        for bad in ["gpu-box:8000", "ftp://gpu-box", "http://"] {
+            let server = Settings {
+                backend: bad.into(),
+                ..Settings::default()
+            };
+            assert!(server.validate().is_err(), "{bad}");
+        }
+        let server = Settings {
+            backend: " http://127.0.0.1:8080 ".into(),
+            ..Settings::default()
+        };
+        assert_eq!(server.validate().ok(), Some(()));
+        assert_eq!(server.backend_url(), Some("http://127.0.0.1:8080"));
     }
 }

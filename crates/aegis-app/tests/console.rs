@@ -433,3 +433,51 @@ async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied(
         .expect_err("seed without limit");
     assert_eq!(kind(seed_only).kind, ErrorKind::Invalid);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_server_in_settings_runs_the_guard_and_its_prompts_decide() {
+    let llama = tokio::task::spawn_blocking(aegis_remote::testing::LlamaServer::start)
+        .await
+        .expect("join");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let settings = aegis_app::settings::Settings {
+        backend: llama.url.clone(),
+        ..Default::default()
+    };
+    settings.save(&data.join("settings.json")).expect("save");
+    let prompts = dir.path().join("prompts");
+    copy_dir(&repo().join("prompt_guard"), &prompts);
+    let console = Console::start(ConsoleConfig {
+        data_dir: data,
+        prompts_dir: Some(prompts),
+        events: Arc::new(Recorder::default()),
+        model: ModelChoice::Settings,
+    })
+    .await
+    .expect("console");
+    let state = console.wait_for_model(Duration::from_secs(120)).await;
+    assert_eq!(state.status, "ready", "{state:?}");
+    assert_eq!(state.device, "remote", "{state:?}");
+
+    let checked = console.check("makasih kak".into()).await.expect("check");
+    assert!(
+        checked
+            .verdict
+            .results
+            .iter()
+            .all(|r| r.decided_by == ScoreSource::Prompt),
+        "no hidden states come back from a server: {:?}",
+        checked.verdict.results
+    );
+    assert_eq!(
+        checked.verdict.model.content_hash, llama.url,
+        "the server is recorded"
+    );
+    assert!(console.verdict(checked.verdict_id).await.is_ok());
+
+    drop(llama);
+    let down = kind(console.check("halo".into()).await.expect_err("down"));
+    assert_eq!(down.kind, ErrorKind::Unavailable, "{}", down.message);
+}

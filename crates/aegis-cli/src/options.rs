@@ -8,7 +8,7 @@ use aegis_engine::{
     DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
 };
 use aegis_guard::{find_prompts_dir, Guard, GuardError, RejectionMode};
-use aegis_remote::{ClientOptions, RemoteModel};
+use aegis_remote::RemoteModel;
 use anyhow::{Context, Result};
 
 #[derive(Debug, clap::Args)]
@@ -81,19 +81,6 @@ impl ModelArgs {
     }
 }
 
-/// The model server at `url`, checked against the Gemma 3 tokenizer that `scripts/setup-model.sh`
-/// caches (the same for every Gemma 3 size).
-pub fn connect_backend(url: &str) -> Result<RemoteModel> {
-    let tokenizer = aegis_engine::default_model_dir().join("tokenizer.json");
-    anyhow::ensure!(
-        tokenizer.is_file(),
-        "the Gemma 3 tokenizer is not at {}: run scripts/setup-model.sh (a remote backend still tokenises here)",
-        tokenizer.display()
-    );
-    RemoteModel::connect(url, &tokenizer, ClientOptions::default())
-        .with_context(|| format!("connecting to the model server at {url}"))
-}
-
 impl GuardArgs {
     /// The templates folder (see `find_prompts_dir` for where it is looked for).
     pub fn prompts_dir(&self) -> Result<PathBuf> {
@@ -104,7 +91,10 @@ impl GuardArgs {
         // The folder first: a missing one should not wait for the model to load.
         let prompts = self.prompts_dir()?;
         let model: Arc<dyn LanguageModel> = match &self.backend {
-            Some(url) => Arc::new(connect_backend(url)?),
+            Some(url) => Arc::new(
+                RemoteModel::connect_with_cached_tokenizer(url)
+                    .with_context(|| format!("connecting to the model server at {url}"))?,
+            ),
             None => Arc::new(self.model.load()?),
         };
         self.guard_on(model, &prompts)

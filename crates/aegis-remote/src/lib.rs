@@ -52,6 +52,21 @@ pub enum RemoteError {
     },
     #[error("cannot start the backend's client: {0}")]
     Runtime(#[from] std::io::Error),
+    #[error(
+        "the Gemma 3 tokenizer is not at {0}: run scripts/setup-model.sh (prompts are tokenised here even when the model runs on a server)"
+    )]
+    NoTokenizer(std::path::PathBuf),
+}
+
+/// Whether `url` can name a model server: an http:// or https:// address with a host.
+pub fn check_server_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("model server {url:?}: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+        return Err(format!(
+            "model server {url:?}: use an http:// or https:// address, e.g. http://gpu-box:8000"
+        ));
+    }
+    Ok(())
 }
 
 /// A Gemma 3 model served by another process.
@@ -77,6 +92,16 @@ impl std::fmt::Debug for RemoteModel {
 }
 
 impl RemoteModel {
+    /// `connect` with the Gemma 3 tokenizer that `scripts/setup-model.sh` caches (the same for
+    /// every Gemma 3 size), with the default client options.
+    pub fn connect_with_cached_tokenizer(url: &str) -> Result<Self, RemoteError> {
+        let tokenizer = aegis_engine::default_model_dir().join("tokenizer.json");
+        if !tokenizer.is_file() {
+            return Err(RemoteError::NoTokenizer(tokenizer));
+        }
+        Self::connect(url, &tokenizer, ClientOptions::default())
+    }
+
     /// Connects to the server at `url`: finds out which API it speaks and which model it serves,
     /// and checks that it tokenizes like `tokenizer_file` (the Gemma 3 tokenizer).
     pub fn connect(

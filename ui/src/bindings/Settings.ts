@@ -15,6 +15,11 @@ device: string,
  */
 weights: string, 
 /**
+ * A shared model server (llama.cpp's `llama-server` or vLLM) to run the guard's model on
+ * instead of `model`, e.g. http://gpu-box:8000; empty runs the model here.
+ */
+backend: string, 
+/**
  * The validator templates; the shipped `prompt_guard/` when empty.
  */
 prompts_dir: string, 

@@ -237,7 +237,11 @@ impl Console {
         }
         new.save(&self.data_dir.join("settings.json"))?;
         *lock(&self.settings) = new.clone();
-        if new.model != old.model || new.device != old.device || new.weights != old.weights {
+        if new.model != old.model
+            || new.device != old.device
+            || new.weights != old.weights
+            || new.backend != old.backend
+        {
             self.load_model();
             // The endpoint serves through the worker; give it the new one.
             if new.http.enabled {

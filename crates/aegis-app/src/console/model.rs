@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use aegis_engine::{DownloadProgress, DownloadReport, LanguageModel, ModelRequest};
 use aegis_guard::Guard;
+use aegis_remote::RemoteModel;
 use aegis_runtime::{ModelStatus, Worker};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -46,8 +47,16 @@ impl Console {
     /// usable and hears `Model` events as it goes.
     pub(super) fn load_model(self: &Arc<Self>) {
         let settings = self.settings();
+        // A model server in Settings stands in for the local model Settings names.
+        let backend = match &self.model_choice {
+            ModelChoice::Settings => settings.backend_url().map(str::to_string),
+            _ => None,
+        };
         let (model_name, loaded) = match &self.model_choice {
-            ModelChoice::Settings => (settings.model.clone(), None),
+            ModelChoice::Settings => (
+                backend.clone().unwrap_or_else(|| settings.model.clone()),
+                None,
+            ),
             ModelChoice::Named(name) => (name.clone(), None),
             ModelChoice::Loaded(engine) => (engine.info().id.clone(), Some(engine.clone())),
         };
@@ -62,9 +71,15 @@ impl Console {
         let request = settings.model_request(&model_name);
         let started = Instant::now();
         let worker = Worker::start(QUEUE, move || {
-            let engine = match loaded {
-                Some(engine) => engine,
-                None => load_engine(request.map_err(|e| e.to_string())?, &state, &events)?,
+            let engine = match (loaded, backend) {
+                (Some(engine), _) => engine,
+                (None, Some(url)) => {
+                    state.send_modify(|s| s.message = format!("connecting to {url}"));
+                    let remote = RemoteModel::connect_with_cached_tokenizer(&url)
+                        .map_err(|e| format!("the model server at {url}: {e}"))?;
+                    Arc::new(remote) as Arc<dyn LanguageModel>
+                }
+                (None, None) => load_engine(request.map_err(|e| e.to_string())?, &state, &events)?,
             };
             state.send_modify(|s| {
                 s.message = "reading templates".into();
