@@ -7,6 +7,7 @@ mod eval;
 mod gpu;
 mod heads;
 mod history;
+mod remote;
 
 fn aegis(args: &[&str]) -> Output {
     aegis_command(args).output().expect("aegis runs")
@@ -21,6 +22,7 @@ fn aegis_command(args: &[&str]) -> Command {
         .current_dir(repo_root())
         .env_remove("AEGIS_PROMPTS")
         .env_remove("AEGIS_MODEL")
+        .env_remove("AEGIS_BACKEND")
         .env("AEGIS_DB", fresh_db());
     command
 }
