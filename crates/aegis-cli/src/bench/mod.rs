@@ -157,6 +157,13 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         }));
     }
 
+    let remote = args
+        .guard
+        .backend
+        .as_deref()
+        .map(|url| remote_backend(url, model.clone(), &validators, &messages, runs))
+        .transpose()?;
+
     // The baselines are slow; --fast-only compares load options on (c) alone.
     let baseline_runs = slow_runs.max(3);
     let baseline_python = |python: &Option<PathBuf>| python.clone().filter(|_| !args.fast_only);
@@ -198,6 +205,7 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         "validators": validators.len(),
         "lengths": rows,
         "llama_cpp": llama,
+        "remote_backend": remote,
         "transformers": transformers,
         "gpu_memory_mib": gpu_memory_mib(),
         "concurrency": concurrency,
@@ -214,6 +222,57 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitStatus::Passed)
+}
+
+/// Prompt-decided verdicts (no heads: a model server returns no hidden states) through the model
+/// server at `url` against the same on the local engine, alternating run by run so both see the
+/// same machine load.
+fn remote_backend(
+    url: &str,
+    local: Arc<dyn LanguageModel>,
+    validators: &[aegis_guard::Validator],
+    messages: &[(&str, String)],
+    runs: usize,
+) -> Result<Value> {
+    let server = aegis_remote::RemoteModel::connect_with_cached_tokenizer(url)
+        .with_context(|| format!("connecting to the model server at {url}"))?;
+    let served = server.info().id.clone();
+    let remote = Guard::new(Arc::new(server), validators.to_vec());
+    let local = Guard::new(local, validators.to_vec());
+    let mut lengths = Vec::new();
+    for (name, text) in messages {
+        // Warm both: the local opening cache and the server's prompt cache.
+        local.check(text)?;
+        remote.check(text)?;
+        let (mut local_ms, mut remote_ms) = (Vec::new(), Vec::new());
+        for run in 0..runs.max(1) {
+            // A new message each run, different at every position (its words rotated): either
+            // side may reuse the templates' openings, as in service, but never a prompt it has
+            // seen (llama.cpp's server keeps whole prompts and would answer those at once).
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let turn = (run * 7 + 1) % words.len().max(1);
+            let text = [&words[turn..], &words[..turn]].concat().join(" ");
+            let time = |guard: &Guard| {
+                Timing::measure(1, || guard.check(&text).map(drop).map_err(Into::into))
+                    .map(|t| t.samples_ms)
+            };
+            local_ms.extend(time(&local)?);
+            remote_ms.extend(time(&remote)?);
+        }
+        let local = Timing {
+            samples_ms: local_ms,
+        };
+        let remote = Timing {
+            samples_ms: remote_ms,
+        };
+        lengths.push(json!({
+            "length": name,
+            "local_prompts": local.json(),
+            "remote_prompts": remote.json(),
+            "remote_over_local": remote.p50() / local.p50(),
+        }));
+    }
+    Ok(json!({"url": url, "served": served, "lengths": lengths}))
 }
 
 /// The original service's way: each validator generates its answer, which is parsed; a

@@ -99,6 +99,25 @@ pub(super) fn print_report(report: &Value) {
         format_args!("{:.1}", report["floor_short_ms"].as_f64().unwrap_or(0.0)),
         ratio(c_short, &report["floor_short_ms"]),
     );
+    if let Some(lengths) = report["remote_backend"]["lengths"].as_array() {
+        println!(
+            "\n## Model server {} ({}), prompt-decided verdicts, ms (p50 / p95)\n",
+            report["remote_backend"]["url"].as_str().unwrap_or("?"),
+            report["remote_backend"]["served"].as_str().unwrap_or("?")
+        );
+        println!("| message | local engine | model server | server ÷ local |\n|---|---|---|---|");
+        for r in lengths {
+            println!(
+                "| {} | {} / {} | {} / {} | {} |",
+                r["length"].as_str().unwrap_or(""),
+                ms(&r["local_prompts"]["p50_ms"]),
+                ms(&r["local_prompts"]["p95_ms"]),
+                ms(&r["remote_prompts"]["p50_ms"]),
+                ms(&r["remote_prompts"]["p95_ms"]),
+                format_args!("{:.2}", r["remote_over_local"].as_f64().unwrap_or(f64::NAN)),
+            );
+        }
+    }
     println!(
         "\n## Memory\n\nRSS after load {:.0} MiB, peak RSS {:.0} MiB; prefix cache {}",
         report["rss_after_load_mib"].as_f64().unwrap_or(0.0),
