@@ -17,6 +17,10 @@ pub struct ClientOptions {
     pub retries: u32,
     /// The pause before the first retry; each later one doubles it.
     pub backoff: Duration,
+    /// Let llama.cpp's server reuse what it has cached of a prompt (a shared template opening).
+    /// Off, every prompt is computed from its first token: slower, but a score no longer depends
+    /// on what the server computed before (its rounding differs with how a prompt is split).
+    pub reuse_server_cache: bool,
 }
 
 impl Default for ClientOptions {
@@ -26,6 +30,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             retries: 2,
             backoff: Duration::from_millis(250),
+            reuse_server_cache: true,
         }
     }
 }
@@ -54,6 +59,10 @@ impl Client {
                 message: e.to_string(),
             })?;
         Ok(Self { http, url, options })
+    }
+
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
     }
 
     pub fn url(&self) -> &str {

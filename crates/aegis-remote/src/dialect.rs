@@ -42,7 +42,13 @@ impl Dialect {
 
     /// One step after `ids` (token ids: the server never parses our text, so user text cannot
     /// become control tokens there either), reporting how likely the `answers` (Yes, No) are.
-    pub fn score_request(self, model: &str, ids: &[u32], answers: [u32; 2]) -> Value {
+    pub fn score_request(
+        self,
+        model: &str,
+        ids: &[u32],
+        answers: [u32; 2],
+        reuse_cache: bool,
+    ) -> Value {
         match self {
             // A prompt of token ids gets no BOS added (ours is already first). Both answers get
             // the same bias, the sampler keeps the two best, and the probabilities reported
@@ -56,7 +62,7 @@ impl Dialect {
                 "temperature": 1.0,
                 "n_probs": 2,
                 "post_sampling_probs": true,
-                "cache_prompt": true,
+                "cache_prompt": reuse_cache,
             }),
             // vLLM reports log-probabilities before any logit bias, so the answers must be
             // among its top list as they are.
@@ -195,13 +201,13 @@ mod tests {
 
     #[test]
     fn requests_send_token_ids_and_ask_for_one_step_with_top_logprobs() {
-        let llama = Dialect::LlamaCpp.score_request("m", &[2, 105, 7], [20, 10]);
+        let llama = Dialect::LlamaCpp.score_request("m", &[2, 105, 7], [20, 10], true);
         assert_eq!(llama["prompt"], json!([2, 105, 7]));
         assert_eq!(llama["n_predict"], 1);
         assert_eq!(llama["logit_bias"], json!([[20, 100.0], [10, 100.0]]));
         assert_eq!(llama["top_k"], 2);
         assert_eq!(llama["post_sampling_probs"], true);
-        let vllm = Dialect::OpenAi.score_request("gemma", &[2, 105, 7], [20, 10]);
+        let vllm = Dialect::OpenAi.score_request("gemma", &[2, 105, 7], [20, 10], true);
         assert_eq!(vllm["prompt"], json!([2, 105, 7]));
         assert_eq!(vllm["model"], "gemma");
         assert_eq!(vllm["max_tokens"], 1);

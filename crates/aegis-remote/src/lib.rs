@@ -196,9 +196,12 @@ impl RemoteModel {
             .client
             .post(
                 self.dialect.completion_path(),
-                &self
-                    .dialect
-                    .score_request(&self.served, &ids, self.answer_ids),
+                &self.dialect.score_request(
+                    &self.served,
+                    &ids,
+                    self.answer_ids,
+                    self.client.options().reuse_server_cache,
+                ),
             )
             .await?;
         let [yes, no] = self

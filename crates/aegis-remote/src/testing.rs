@@ -66,6 +66,9 @@ impl LlamaServer {
             .args(["--ctx-size", &(SLOTS * SLOT_CONTEXT).to_string()])
             .args(["--parallel", &SLOTS.to_string()])
             .args(["--threads", &threads.to_string()])
+            // As the README's deployment runs it: without it, llama.cpp cannot reuse a shared
+            // template opening in Gemma 3's sliding-window layers.
+            .arg("--swa-full")
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("log file"))
             .stderr(log_file)

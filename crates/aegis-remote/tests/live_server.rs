@@ -16,7 +16,8 @@ use crate::tokenizer_file;
 /// Both run the same Q4_K_M weights and round activations to 8 bits, but through different
 /// kernels and summation orders. llama.cpp's server adds rounding of its own that depends on how
 /// it batches and what it has cached (up to 0.05 on its own here), so the bound for each prompt is
-/// widened by the server's own range on that prompt over three passes that batch differently.
+/// widened by the server's own range on that prompt over passes that split it differently: the
+/// batch cold, again with cached openings, each prompt alone, and each computed from scratch.
 const AGREEMENT: f32 = 0.05;
 
 /// Written for this test: plain traffic, each policy's kind of message, in both languages, and
@@ -61,11 +62,21 @@ fn remote_p_yes_agrees_with_the_local_engine_on_the_shipped_validators() {
         .map(|b| b.iter().map(|(_, p)| p.clone()).collect())
         .collect();
     // The whole batch at once, as the worker sends it (every prompt concurrently); again, when
-    // the server's slots hold cached prefixes; and each prompt alone.
+    // the server's slots hold cached prefixes; each prompt alone; and with no cache at all.
+    let from_scratch = RemoteModel::connect(
+        &server.url,
+        &tokenizer_file(),
+        ClientOptions {
+            reuse_server_cache: false,
+            ..ClientOptions::default()
+        },
+    )
+    .expect("connect");
     let passes: Vec<Vec<Vec<f32>>> = vec![
         remote.score_batch(&prompts),
         remote.score_batch(&prompts),
         prompts.iter().map(|p| remote.score(p)).collect(),
+        prompts.iter().map(|p| from_scratch.score(p)).collect(),
     ]
     .into_iter()
     .map(|pass| {

@@ -133,6 +133,7 @@ fn quick() -> ClientOptions {
         connect_timeout: Duration::from_millis(800),
         retries: 2,
         backoff: Duration::from_millis(20),
+        ..ClientOptions::default()
     }
 }
 
