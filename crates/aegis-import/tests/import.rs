@@ -56,6 +56,18 @@ fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
     Ok((verdict, templates))
 }
 
+/// A fresh history and a text file of `lines` to import into it.
+async fn lines_to_import(lines: &str) -> (tempfile::TempDir, Store, MessageFile) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("store");
+    let path = dir.path().join("pesan.txt");
+    std::fs::write(&path, lines).expect("write");
+    let file = MessageFile::read(&path, None).expect("read");
+    (dir, store, file)
+}
+
 #[tokio::test]
 async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -137,13 +149,7 @@ async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
 
 #[tokio::test]
 async fn a_fatal_guard_error_stops_the_import_and_keeps_what_was_done() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("history.db"))
-        .await
-        .expect("store");
-    let path = dir.path().join("pesan.txt");
-    std::fs::write(&path, "halo\nstop\nlagi\n").expect("write");
-    let file = MessageFile::read(&path, None).expect("read");
+    let (_dir, store, file) = lines_to_import("halo\nstop\nlagi\n").await;
     let stopped = import_file(
         &store,
         &file,
@@ -171,13 +177,7 @@ async fn a_fatal_guard_error_stops_the_import_and_keeps_what_was_done() {
 
 #[tokio::test]
 async fn an_unreachable_model_server_pauses_the_import_which_resumes_when_it_answers() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("history.db"))
-        .await
-        .expect("store");
-    let path = dir.path().join("pesan.txt");
-    std::fs::write(&path, "halo\npromo murah\nlagi\nterima kasih\n").expect("write");
-    let file = MessageFile::read(&path, None).expect("read");
+    let (_dir, store, file) = lines_to_import("halo\npromo murah\nlagi\nterima kasih\n").await;
     // The server goes away after the first row and answers again after three refused tries.
     let tries = std::sync::atomic::AtomicUsize::new(0);
     let mut pauses = Vec::new();
@@ -218,13 +218,7 @@ async fn an_unreachable_model_server_pauses_the_import_which_resumes_when_it_ans
 
 #[tokio::test]
 async fn a_paused_import_can_be_cancelled_promptly() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("history.db"))
-        .await
-        .expect("store");
-    let path = dir.path().join("pesan.txt");
-    std::fs::write(&path, "halo\nlagi\n").expect("write");
-    let file = MessageFile::read(&path, None).expect("read");
+    let (_dir, store, file) = lines_to_import("halo\nlagi\n").await;
     let cancel = AtomicBool::new(false);
     let started = std::time::Instant::now();
     let summary = import_file(
