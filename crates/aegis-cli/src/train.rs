@@ -80,6 +80,10 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         eprintln!("{} reviewed messages from history", reviewed.len());
         messages.extend(reviewed);
     }
+    anyhow::ensure!(
+        args.guard.backend.is_none(),
+        "heads are trained on the model's hidden states, which a model server does not return: train on a local model (drop --backend / AEGIS_BACKEND)"
+    );
     let guard = args.guard.load()?;
     let search = LayerSearch {
         candidates: parse_layers(&args.layers, guard.model().info().layers)?,

@@ -62,3 +62,13 @@ fn a_model_server_that_is_not_there_is_named() {
         "{said}"
     );
 }
+
+#[test]
+fn training_heads_on_a_model_server_is_refused_before_it_is_reached() {
+    let data = crate::repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let data = data.to_str().expect("UTF-8 path");
+    // Nothing listens on port 9: the refusal must come before any connection.
+    let out = aegis(&["train", "--backend", "http://127.0.0.1:9", "--data", data]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("hidden states"), "{}", stderr(&out));
+}
