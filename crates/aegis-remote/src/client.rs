@@ -17,7 +17,8 @@ pub struct ClientOptions {
     pub retries: u32,
     /// The pause before the first retry; each later one doubles it.
     pub backoff: Duration,
-    /// Let llama.cpp's server reuse what it has cached of a prompt (a shared template opening).
+    /// Let llama.cpp's server reuse what it has cached of a prompt (a shared template opening),
+    /// for scores and generation alike.
     /// Off, every prompt is computed from its first token: slower, but a score no longer depends
     /// on what the server computed before (its rounding differs with how a prompt is split).
     pub reuse_server_cache: bool,

@@ -123,6 +123,7 @@ impl Dialect {
         ids: &[u32],
         max_tokens: usize,
         stops: [u32; 2],
+        reuse_cache: bool,
     ) -> Value {
         match self {
             // llama.cpp stops at the vocabulary's end-of-generation tokens by itself.
@@ -130,7 +131,7 @@ impl Dialect {
                 "prompt": ids,
                 "n_predict": max_tokens,
                 "temperature": -1.0,
-                "cache_prompt": true,
+                "cache_prompt": reuse_cache,
             }),
             Self::OpenAi => json!({
                 "model": model,

@@ -301,6 +301,7 @@ impl LanguageModel for RemoteModel {
             &ids,
             max_tokens,
             self.tokenizer.stop_ids(),
+            self.client.options().reuse_server_cache,
         );
         let answer: Value =
             self.block_on(self.client.post(self.dialect.completion_path(), &request))?;

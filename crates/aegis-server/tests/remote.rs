@@ -1,20 +1,15 @@
 //! The API with its model on a real llama.cpp server: verdicts while it serves, and when it goes
 //! away, a degraded `/health` and 503 answers with `Retry-After` instead of failures or hangs.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aegis_remote::testing::LlamaServer;
-use aegis_remote::{ClientOptions, RemoteModel};
+use aegis_remote::RemoteModel;
 use aegis_server::ServerConfig;
 use serde_json::json;
 
 use crate::common::start_on;
-
-fn tokenizer_file() -> PathBuf {
-    aegis_engine::default_model_dir().join("tokenizer.json")
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_server_that_goes_away_is_reported_and_answered_with_503() {
@@ -24,7 +19,7 @@ async fn a_model_server_that_goes_away_is_reported_and_answered_with_503() {
     let url = llama.url.clone();
     let connect_to = url.clone();
     let model = tokio::task::spawn_blocking(move || {
-        RemoteModel::connect(&connect_to, &tokenizer_file(), ClientOptions::default())
+        RemoteModel::connect_with_cached_tokenizer(&connect_to)
     })
     .await
     .expect("join")
