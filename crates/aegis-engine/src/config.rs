@@ -29,6 +29,9 @@ pub struct Gemma3Config {
     pub context_length: usize,
     /// Attention logits are scaled by `query_pre_attn_scalar^-0.5`.
     pub query_pre_attn_scalar: f64,
+    /// Every position sees the positions after it too (EmbeddingGemma, an encoder): no causal
+    /// mask, and sliding layers see the positions less than the window away on either side.
+    pub bidirectional: bool,
 }
 
 impl Gemma3Config {
@@ -101,6 +104,7 @@ impl Gemma3Config {
             sliding_window_pattern: 6,
             context_length: usize_of("context_length")?,
             query_pre_attn_scalar: query_pre_attn_scalar(hidden_size, num_heads, head_dim),
+            bidirectional: false,
         })
     }
 
@@ -137,6 +141,7 @@ impl Gemma3Config {
             rope_global_scale,
             sliding_window: num("sliding_window").map(|v| v as usize).unwrap_or(512),
             sliding_window_pattern: num("sliding_window_pattern")
+                .or_else(|| num("_sliding_window_pattern"))
                 .map(|v| v as usize)
                 .unwrap_or(6),
             context_length: num("max_position_embeddings")
@@ -144,6 +149,10 @@ impl Gemma3Config {
                 .unwrap_or(32_768),
             query_pre_attn_scalar: num("query_pre_attn_scalar")
                 .unwrap_or_else(|| query_pre_attn_scalar(hidden_size, num_heads, head_dim)),
+            bidirectional: text
+                .get("use_bidirectional_attention")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
         })
     }
 }

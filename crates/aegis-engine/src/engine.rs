@@ -459,7 +459,7 @@ impl LanguageModel for GemmaEngine {
 /// Runs `run` once over every item that `prepared` holds, in item order, so the model sees one
 /// batch. Items that failed to prepare keep their own error; should the batch fail as a whole,
 /// each item is run on its own, so one bad item never costs the others their answers.
-fn batch_or_one_by_one<P, T>(
+pub(crate) fn batch_or_one_by_one<P, T>(
     prepared: Vec<Result<P>>,
     what: &str,
     run: impl Fn(&[P]) -> Result<Vec<T>>,

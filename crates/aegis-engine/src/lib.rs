@@ -4,6 +4,7 @@
 mod agreement;
 mod config;
 mod cost;
+mod encoder;
 mod engine;
 mod error;
 mod hash;
@@ -21,6 +22,10 @@ mod tokenizer;
 pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
+pub use encoder::{
+    default_encoder_dir, resolve_encoder, EmbeddingGemma, EncoderInfo, EncoderSpec,
+    SentenceEncoder, ENCODER_DIR_ENV,
+};
 pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;

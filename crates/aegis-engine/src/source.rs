@@ -272,7 +272,7 @@ fn tokenizer_beside(dir: &Path) -> Result<PathBuf> {
     )))
 }
 
-fn hub_cache_dir(hub: &HubOptions) -> PathBuf {
+pub(crate) fn hub_cache_dir(hub: &HubOptions) -> PathBuf {
     hub.cache_dir
         .clone()
         .unwrap_or_else(|| hf_hub::Cache::from_env().path().clone())
@@ -301,7 +301,7 @@ fn resolve_hub(repo: &str, revision: Option<&str>, hub: &HubOptions) -> Result<R
 
 /// The snapshot directory the Hugging Face cache layout records for `revision`
 /// (`models--owner--name/refs/<revision>` holds the commit; `snapshots/<commit>/` the files).
-fn cached_snapshot(cache_dir: &Path, repo: &str, revision: &str) -> Option<PathBuf> {
+pub(crate) fn cached_snapshot(cache_dir: &Path, repo: &str, revision: &str) -> Option<PathBuf> {
     let repo_dir = cache_dir.join(format!("models--{}", repo.replace('/', "--")));
     let commit = std::fs::read_to_string(repo_dir.join("refs").join(revision))
         .map(|s| s.trim().to_string())
@@ -316,6 +316,30 @@ fn download_from_hub(
     cache_dir: &Path,
     hub: &HubOptions,
 ) -> Result<ResolvedModel> {
+    let snapshot = download_snapshot(repo, revision, cache_dir, hub, |files| {
+        choose_hub_files(files).ok_or_else(|| {
+            format!(
+                "found no .gguf file nor config.json with .safetensors among {} files",
+                files.len()
+            )
+        })
+    })?;
+    Ok(ResolvedModel {
+        id: repo.to_string(),
+        weights: weights_in_dir(&snapshot)?,
+        tokenizer: tokenizer_beside(&snapshot)?,
+    })
+}
+
+/// Downloads the files `pick` chooses from a hub repository's listing into the hub cache (files
+/// already there are not fetched again) and returns the snapshot folder that holds them.
+pub(crate) fn download_snapshot(
+    repo: &str,
+    revision: Option<&str>,
+    cache_dir: &Path,
+    hub: &HubOptions,
+    pick: impl FnOnce(&[String]) -> std::result::Result<Vec<String>, String>,
+) -> Result<PathBuf> {
     let download_error = |message: String| EngineError::Download {
         repo: repo.to_string(),
         message,
@@ -344,13 +368,8 @@ fn download_from_hub(
         ))
     })?;
     let files: Vec<String> = info.siblings.into_iter().map(|s| s.rfilename).collect();
-    let pick = choose_hub_files(&files).ok_or_else(|| {
-        download_error(format!(
-            "found no .gguf file nor config.json with .safetensors among {} files",
-            files.len()
-        ))
-    })?;
-    let mut local = Vec::new();
+    let pick = pick(&files).map_err(download_error)?;
+    let mut snapshot = None;
     for file in &pick {
         tracing::info!(repo, file, "downloading");
         let cached = hf_hub::Cache::new(cache_dir.to_path_buf())
@@ -371,18 +390,14 @@ fn download_from_hub(
             ),
             (None, None) => api_repo.get(file),
         };
-        local.push(path.map_err(|e| download_error(format!("{file}: {e}")))?);
+        let path = path.map_err(|e| download_error(format!("{file}: {e}")))?;
+        // `a/b.json` lies two levels below the snapshot folder.
+        snapshot = path
+            .ancestors()
+            .nth(Path::new(file).components().count())
+            .map(Path::to_path_buf);
     }
-    let snapshot = local
-        .first()
-        .and_then(|p| p.parent())
-        .map(Path::to_path_buf)
-        .ok_or_else(|| download_error("nothing was downloaded".to_string()))?;
-    Ok(ResolvedModel {
-        id: repo.to_string(),
-        weights: weights_in_dir(&snapshot)?,
-        tokenizer: tokenizer_beside(&snapshot)?,
-    })
+    snapshot.ok_or_else(|| download_error("nothing was downloaded".to_string()))
 }
 
 fn api_repo_ref(repo: &str, revision: Option<&str>) -> hf_hub::Repo {

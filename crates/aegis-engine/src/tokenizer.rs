@@ -161,6 +161,11 @@ impl GemmaTokenizer {
         self.control_ids.contains(&id)
     }
 
+    /// `<eos>`: EmbeddingGemma's tokenizer closes every text with it.
+    pub fn eos_id(&self) -> u32 {
+        self.eos_id
+    }
+
     /// Tokens that end a model turn.
     pub fn stop_ids(&self) -> [u32; 2] {
         [self.end_of_turn_id, self.eos_id]

@@ -3,6 +3,7 @@
 
 mod common;
 mod devices;
+mod encoder;
 mod reference;
 mod scoring;
 mod tokenizer;

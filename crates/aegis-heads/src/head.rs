@@ -13,21 +13,55 @@ use crate::error::{HeadError, Result};
 /// one shared encoding of the message.
 pub const HEAD_FORMAT: u32 = 2;
 
-/// What a head reads: the mean over the message's tokens of the hidden state after each of
-/// `layers`, concatenated in that order, with the message encoded after a fixed preamble.
+/// Which model's reading of the message a head takes as input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoder {
+    /// The guard's own model (the decoder): mean hidden states after chosen layers.
+    #[default]
+    Decoder,
+    /// EmbeddingGemma's sentence embedding (mean pooling, dense projections, normalised).
+    EmbeddingGemma,
+}
+
+impl Encoder {
+    pub fn is_decoder(&self) -> bool {
+        *self == Self::Decoder
+    }
+
+    /// The name `aegis train --encoder` takes and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Decoder => "decoder",
+            Self::EmbeddingGemma => "embeddinggemma",
+        }
+    }
+}
+
+/// What a head reads. From the decoder: the mean over the message's tokens of the hidden state
+/// after each of `layers`, concatenated in that order, with the message encoded after a fixed
+/// preamble. From EmbeddingGemma: its sentence embedding of the message after its task prompt
+/// (`layers` empty).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Features {
+    /// Absent in files means the decoder (heads written before encoders existed).
+    #[serde(default, skip_serializing_if = "Encoder::is_decoder")]
+    pub encoder: Encoder,
     /// 1 = after the first transformer layer.
     pub layers: Vec<usize>,
-    /// sha256 of the preamble the message was encoded after; another preamble reads differently.
+    /// sha256 of the preamble (decoder) or task prompt (encoder) the message was read after;
+    /// another one reads differently.
     pub context_hash: String,
 }
 
 impl Features {
-    /// `8+12` style, for reports.
+    /// `8+12` style for decoder layers, the encoder's name otherwise, for reports.
     pub fn label(&self) -> String {
-        layers_label(&self.layers)
+        match self.encoder {
+            Encoder::Decoder => layers_label(&self.layers),
+            other => other.name().to_string(),
+        }
     }
 }
 
@@ -110,10 +144,20 @@ impl Head {
                 head.format
             )));
         }
-        if head.features.layers.is_empty() || head.features.layers.contains(&0) {
-            return Err(invalid(
-                "it names no layers to read (layers count from 1)".into(),
-            ));
+        match head.features.encoder {
+            Encoder::Decoder
+                if head.features.layers.is_empty() || head.features.layers.contains(&0) =>
+            {
+                return Err(invalid(
+                    "it names no layers to read (layers count from 1)".into(),
+                ));
+            }
+            Encoder::EmbeddingGemma if !head.features.layers.is_empty() => {
+                return Err(invalid(
+                    "it reads EmbeddingGemma's embedding, which has no layers to name".into(),
+                ));
+            }
+            _ => {}
         }
         if head.weights.is_empty()
             || !head.bias.is_finite()
@@ -180,6 +224,7 @@ mod tests {
             format: HEAD_FORMAT,
             validator: "spam".into(),
             features: Features {
+                encoder: Encoder::Decoder,
                 layers: vec![8],
                 context_hash: "cd".into(),
             },
@@ -235,6 +280,20 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("format 99"));
+
+        // A decoder head's file says nothing of encoders (files from before them stay valid); an
+        // encoder head names its encoder and no layers.
+        head().save(&path).expect("save");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("encoder"), "{text}");
+        let mut encoder_head = head();
+        encoder_head.features.encoder = Encoder::EmbeddingGemma;
+        encoder_head.features.layers.clear();
+        encoder_head.save(&path).expect("save");
+        assert_eq!(Head::load(&path).expect("load"), encoder_head);
+        encoder_head.features.layers = vec![3];
+        encoder_head.save(&path).expect("save");
+        assert!(Head::load(&path).is_err(), "an encoder head with layers");
 
         let mut broken = head();
         broken.weights[0] = f32::NAN;

@@ -174,6 +174,38 @@ impl WeightReader {
 
 impl Gemma3 {
     pub fn load(files: &WeightFiles, format: WeightFormat, device: &Device) -> Result<Self> {
+        Self::load_with(files, format, None, device)
+    }
+
+    /// A bidirectional Gemma 3 encoder (EmbeddingGemma's backbone) from safetensors: layers in
+    /// `format`, the 262,144-row embedding in `embedding_dtype`. Only a few rows are read per
+    /// message, so bf16 storage halves the largest tensor's memory for one rounding of its rows.
+    pub fn load_encoder(
+        files: &WeightFiles,
+        format: WeightFormat,
+        embedding_dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
+        let model = Self::load_with(files, format, Some(embedding_dtype), device)?;
+        if !model.config.bidirectional {
+            let path = match files {
+                WeightFiles::Gguf(path) => path,
+                WeightFiles::Safetensors { config, .. } => config,
+            };
+            return Err(EngineError::invalid(
+                path,
+                "not an encoder: its config.json does not set use_bidirectional_attention",
+            ));
+        }
+        Ok(model)
+    }
+
+    fn load_with(
+        files: &WeightFiles,
+        format: WeightFormat,
+        embedding_dtype: Option<DType>,
+        device: &Device,
+    ) -> Result<Self> {
         match files {
             WeightFiles::Gguf(path) => {
                 let mut file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
@@ -183,7 +215,8 @@ impl Gemma3 {
                 let config = Gemma3Config::from_gguf(path, &content)?;
                 let synthetic = crate::synthetic::is_synthetic(&content);
                 let reader = WeightReader::Gguf { content, file };
-                let mut model = Self::from_reader(path, config, reader, format, device)?;
+                let mut model =
+                    Self::from_reader(path, config, reader, format, embedding_dtype, device)?;
                 model.synthetic = synthetic;
                 Ok(model)
             }
@@ -200,8 +233,9 @@ impl Gemma3 {
                         })?;
                     tensors.extend(loaded);
                 }
-                // Text-only checkpoints use `model.`; multimodal ones `language_model.model.`.
-                let prefix = ["model.", "language_model.model."]
+                // Text-only checkpoints use `model.`; multimodal ones `language_model.model.`; a
+                // bare text model (EmbeddingGemma's encoder) none.
+                let prefix = ["model.", "language_model.model.", ""]
                     .into_iter()
                     .find(|p| tensors.contains_key(&format!("{p}embed_tokens.weight")))
                     .ok_or_else(|| {
@@ -212,7 +246,7 @@ impl Gemma3 {
                     })?
                     .to_string();
                 let reader = WeightReader::Safetensors { tensors, prefix };
-                Self::from_reader(config, cfg, reader, format, device)
+                Self::from_reader(config, cfg, reader, format, embedding_dtype, device)
             }
         }
     }
@@ -222,6 +256,7 @@ impl Gemma3 {
         config: Gemma3Config,
         mut reader: WeightReader,
         format: WeightFormat,
+        embedding_dtype: Option<DType>,
         device: &Device,
     ) -> Result<Self> {
         let eps = config.rms_norm_eps;
@@ -235,7 +270,12 @@ impl Gemma3 {
                 (Embedding::Quantized(q.clone()), QMatMul::from_arc(q)?)
             }
             _ => {
-                let t = reader.dense_on(path, "token_embd.weight", dtype, device)?;
+                let t = reader.dense_on(
+                    path,
+                    "token_embd.weight",
+                    embedding_dtype.unwrap_or(dtype),
+                    device,
+                )?;
                 (Embedding::Dense(t.clone()), QMatMul::Tensor(t))
             }
         };

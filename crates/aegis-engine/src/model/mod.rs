@@ -262,6 +262,47 @@ impl Gemma3 {
         )
     }
 
+    /// Final-normed hidden states of several token sequences run side by side from empty caches,
+    /// each attending only to itself: `[total tokens, hidden]`, the sequences' rows in order. The
+    /// linear layers run once over every row, which is what makes a batch cheaper than its parts.
+    pub fn forward_independent(&self, sequences: &[&[u32]]) -> Result<Tensor> {
+        let cfg = &self.config;
+        let mut tokens = Vec::new();
+        let mut positions = Vec::new();
+        let mut groups = Vec::with_capacity(sequences.len());
+        for sequence in sequences {
+            let (start, len) = (tokens.len(), sequence.len());
+            if len == 0 {
+                return Err(EngineError::EmptyPrompt);
+            }
+            if len > cfg.context_length {
+                return Err(EngineError::ContextExceeded {
+                    prompt_tokens: len,
+                    limit: cfg.context_length,
+                });
+            }
+            tokens.extend_from_slice(sequence);
+            positions.extend(0..len);
+            let columns: Vec<u32> = (start as u32..(start + len) as u32).collect();
+            groups.push(AttentionGroup {
+                rows: start..start + len,
+                fixed: vec![None; self.layers.len()],
+                select: Some(Tensor::new(columns.as_slice(), &self.device)?),
+                masks: (
+                    self.mask(0, len, None)?,
+                    self.mask(0, len, Some(cfg.sliding_window))?,
+                ),
+            });
+        }
+        if groups.is_empty() {
+            return Err(EngineError::EmptyPrompt);
+        }
+        let mut slots = vec![None; self.layers.len()];
+        Ok(self
+            .run_layers(&tokens, &positions, &groups, &mut slots, Output::Final)?
+            .remove(0))
+    }
+
     /// Runs a packed batch (see `packing`) after the cached `contexts` it refers to, `chunk` pack
     /// rows at a time so scratch memory stays bounded however long the prompts are. Returns what
     /// `output` asks for, each `[batch.len(), hidden]`: the final-normed hidden state of every
@@ -275,6 +316,12 @@ impl Gemma3 {
     ) -> Result<Vec<Tensor>> {
         if batch.len() == 0 {
             return Err(EngineError::EmptyPrompt);
+        }
+        if self.config.bidirectional {
+            // Packing shares prefixes causally; an encoder's early rows read its later ones.
+            return Err(EngineError::Unsupported(
+                "packed batches on a bidirectional encoder",
+            ));
         }
         output.check(self.layers.len())?;
         let mut slots = vec![None; self.layers.len()];
@@ -494,14 +541,17 @@ impl Gemma3 {
     }
 
     /// Additive mask `[len, start+len]`: causal, and on sliding layers only the last `window`
-    /// positions (the query's own included) are visible.
+    /// positions (the query's own included) are visible. A bidirectional model (an encoder) sees
+    /// every position, on sliding layers those less than `window` away on either side.
     fn mask(&self, start: usize, len: usize, window: Option<usize>) -> Result<Tensor> {
         let total = start + len;
+        let bidirectional = self.config.bidirectional;
         let mut mask = Vec::with_capacity(len * total);
         for i in 0..len {
             let pos = start + i;
             for j in 0..total {
-                let visible = j <= pos && window.is_none_or(|w| pos - j < w);
+                let visible =
+                    (bidirectional || j <= pos) && window.is_none_or(|w| pos.abs_diff(j) < w);
                 mask.push(if visible { 0f32 } else { f32::NEG_INFINITY });
             }
         }

@@ -1,0 +1,299 @@
+//! EmbeddingGemma as its sentence-transformers folder describes it: a bidirectional Gemma 3
+//! (`config.json`, `model.safetensors`), mean pooling over every token (`1_Pooling`), dense
+//! projections (`2_Dense`, `3_Dense`), then L2 normalisation. The model card's task prompt for
+//! classification goes before the message; the tokenizer adds `<bos>` and `<eos>`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::{DType, Device, Tensor, D};
+use serde::Deserialize;
+
+use super::{EncoderInfo, SentenceEncoder};
+use crate::engine::batch_or_one_by_one;
+use crate::error::{EngineError, Result};
+use crate::model::{Gemma3, WeightFormat};
+use crate::request::DeviceChoice;
+use crate::source::WeightFiles;
+use crate::tokenizer::{GemmaTokenizer, Segment};
+
+/// The prompt `config_sentence_transformers.json` names for classification.
+const TASK: &str = "Classification";
+
+/// Rows run through the layers at once: keeps attention scratch bounded while the matrix
+/// products stay large enough to run near the machine's GEMM rate.
+const BATCH_TOKENS: usize = 512;
+
+pub struct EmbeddingGemma {
+    model: Gemma3,
+    tokenizer: GemmaTokenizer,
+    /// Projections after pooling, `[out, in]` each, applied in order.
+    dense: Vec<Tensor>,
+    normalize: bool,
+    info: EncoderInfo,
+}
+
+impl std::fmt::Debug for EmbeddingGemma {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingGemma")
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+#[derive(Deserialize)]
+struct ModuleEntry {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_lasttoken: bool,
+    #[serde(default = "yes")]
+    include_prompt: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+struct DenseConfig {
+    in_features: usize,
+    out_features: usize,
+    #[serde(default)]
+    bias: bool,
+    #[serde(default)]
+    activation_function: String,
+}
+
+#[derive(Deserialize)]
+struct SentenceTransformersConfig {
+    #[serde(default)]
+    prompts: std::collections::HashMap<String, String>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let raw = std::fs::read(path).map_err(|e| EngineError::io(path, e))?;
+    serde_json::from_slice(&raw).map_err(|e| EngineError::invalid(path, e.to_string()))
+}
+
+impl EmbeddingGemma {
+    /// Loads the folder on `device`. Every module it lists must be one we implement as
+    /// sentence-transformers does; anything else is refused rather than approximated.
+    pub fn load(folder: &Path, device: DeviceChoice) -> Result<Self> {
+        let started = Instant::now();
+        let (device, device_name) = device.open()?;
+        let modules: Vec<ModuleEntry> = read_json(&folder.join("modules.json"))?;
+        let mut dense = Vec::new();
+        let mut normalize = false;
+        let mut pooled = false;
+        let mut weight_files = vec![folder.join("model.safetensors")];
+        for module in &modules {
+            let dir = folder.join(&module.path);
+            match module.kind.rsplit('.').next().unwrap_or_default() {
+                "Transformer" if module.path.is_empty() => {}
+                "Pooling" => {
+                    let pooling: PoolingConfig = read_json(&dir.join("config.json"))?;
+                    let only_mean = pooling.pooling_mode_mean_tokens
+                        && !pooling.pooling_mode_cls_token
+                        && !pooling.pooling_mode_max_tokens
+                        && !pooling.pooling_mode_lasttoken;
+                    if !only_mean || !pooling.include_prompt {
+                        return Err(EngineError::invalid(
+                            dir.join("config.json"),
+                            "only mean pooling over every token (prompt included) is supported",
+                        ));
+                    }
+                    pooled = true;
+                }
+                "Dense" => {
+                    let config_path = dir.join("config.json");
+                    let config: DenseConfig = read_json(&config_path)?;
+                    if config.bias || !config.activation_function.ends_with("Identity") {
+                        return Err(EngineError::invalid(
+                            config_path,
+                            "only dense layers without bias or activation are supported",
+                        ));
+                    }
+                    let weights = dir.join("model.safetensors");
+                    let weight = candle_core::safetensors::load(&weights, &device)
+                        .map_err(|e| EngineError::invalid(&weights, e.to_string()))?
+                        .remove("linear.weight")
+                        .ok_or_else(|| EngineError::invalid(&weights, "no linear.weight"))?
+                        .to_dtype(DType::F32)?;
+                    if weight.dims() != [config.out_features, config.in_features] {
+                        return Err(EngineError::invalid(
+                            &weights,
+                            format!(
+                                "linear.weight is {:?}, the config says {}x{}",
+                                weight.dims(),
+                                config.out_features,
+                                config.in_features
+                            ),
+                        ));
+                    }
+                    weight_files.push(weights);
+                    dense.push(weight);
+                }
+                "Normalize" => normalize = true,
+                other => {
+                    return Err(EngineError::invalid(
+                        folder.join("modules.json"),
+                        format!("module {other:?} at {:?} is not supported", module.path),
+                    ))
+                }
+            }
+        }
+        if !pooled {
+            return Err(EngineError::invalid(
+                folder.join("modules.json"),
+                "no pooling module: the encoder would not produce one vector per text",
+            ));
+        }
+        let settings: SentenceTransformersConfig =
+            read_json(&folder.join("config_sentence_transformers.json"))?;
+        let prompt = settings.prompts.get(TASK).cloned().unwrap_or_default();
+        let tokenizer = GemmaTokenizer::from_file(&folder.join("tokenizer.json"))?;
+        let weights = WeightFiles::Safetensors {
+            config: folder.join("config.json"),
+            shards: vec![folder.join("model.safetensors")],
+        };
+        // Layers in f32 (CPU GEMM); the embedding in bf16 on CPU, where it is most of the memory.
+        let format = WeightFormat::best_for(&device);
+        let embedding_dtype = if device.is_cpu() {
+            DType::BF16
+        } else {
+            format.activation_dtype()
+        };
+        let model = Gemma3::load_encoder(&weights, format, embedding_dtype, &device)?;
+        let hidden = model.config().hidden_size;
+        let dimensions = dense.iter().try_fold(hidden, |width, weight| {
+            let (out, inp) = weight.dims2()?;
+            if inp == width {
+                Ok(out)
+            } else {
+                Err(EngineError::invalid(
+                    folder,
+                    format!("a dense layer takes {inp} inputs after {width}"),
+                ))
+            }
+        })?;
+        let info = EncoderInfo {
+            id: folder_id(folder),
+            content_hash: crate::hash::files_sha256(&weight_files)?,
+            prompt,
+            dimensions,
+            context_length: model.config().context_length,
+            device: device_name,
+        };
+        tracing::info!(encoder = %info.id, elapsed_ms = started.elapsed().as_millis() as u64, "encoder loaded");
+        Ok(Self {
+            model,
+            tokenizer,
+            dense,
+            normalize,
+            info,
+        })
+    }
+
+    /// The tokens the encoder reads for `text`: `<bos>`, the task prompt, the text as user text
+    /// (control-token spellings stay text), `<eos>`.
+    pub fn tokens(&self, text: &str) -> Result<Vec<u32>> {
+        // The prompt ends in a space that the text's first word carries when the two are
+        // tokenised as one string (`▁hello`, not `▁` then `hello`): give the space to the text.
+        let prompt = self.info.prompt.trim_end();
+        let gap = &self.info.prompt[prompt.len()..];
+        let mut ids = self.tokenizer.encode_prompt(&[
+            Segment::Template(prompt.to_string()),
+            Segment::User(format!("{gap}{text}")),
+        ])?;
+        ids.push(self.tokenizer.eos_id());
+        if ids.len() > self.info.context_length {
+            return Err(EngineError::ContextExceeded {
+                prompt_tokens: ids.len(),
+                limit: self.info.context_length,
+            });
+        }
+        Ok(ids)
+    }
+
+    pub fn device(&self) -> &Device {
+        self.model.device()
+    }
+
+    /// Embeddings of already tokenised inputs, in batches of about [`BATCH_TOKENS`] rows.
+    fn embed_tokens(&self, inputs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        let mut out = Vec::with_capacity(inputs.len());
+        let mut start = 0;
+        while start < inputs.len() {
+            let mut end = start + 1;
+            let mut rows = inputs[start].len();
+            while end < inputs.len() && rows + inputs[end].len() <= BATCH_TOKENS {
+                rows += inputs[end].len();
+                end += 1;
+            }
+            let batch: Vec<&[u32]> = inputs[start..end].iter().map(Vec::as_slice).collect();
+            out.extend(self.embed_together(&batch)?);
+            start = end;
+        }
+        Ok(out)
+    }
+
+    fn embed_together(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let hidden = self
+            .model
+            .forward_independent(batch)?
+            .to_dtype(DType::F32)?;
+        let mut means = Vec::with_capacity(batch.len());
+        let mut at = 0;
+        for sequence in batch {
+            means.push(hidden.narrow(0, at, sequence.len())?.mean(0)?);
+            at += sequence.len();
+        }
+        let mut x = Tensor::stack(&means, 0)?; // [n, hidden]
+        for weight in &self.dense {
+            x = x.matmul(&weight.t()?)?;
+        }
+        if self.normalize {
+            let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?;
+            x = x.broadcast_div(&norm.maximum(1e-12)?)?;
+        }
+        Ok(x.to_vec2()?)
+    }
+}
+
+impl SentenceEncoder for EmbeddingGemma {
+    fn info(&self) -> &EncoderInfo {
+        &self.info
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Vec<Result<Vec<f32>>> {
+        let inputs = texts.iter().map(|t| self.tokens(t)).collect();
+        batch_or_one_by_one(inputs, "texts", |batch| self.embed_tokens(batch))
+    }
+}
+
+/// `embeddinggemma-300m` for the default folder, else the folder's (or hub repo's) name.
+fn folder_id(folder: &Path) -> String {
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    // A hub snapshot is `models--owner--name/snapshots/<commit>`.
+    let repo = folder
+        .parent()
+        .and_then(Path::parent)
+        .map(name)
+        .and_then(|n| n.strip_prefix("models--").map(|r| r.replace("--", "/")));
+    repo.unwrap_or_else(|| name(&PathBuf::from(folder)))
+}

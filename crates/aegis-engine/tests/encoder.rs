@@ -1,0 +1,125 @@
+//! EmbeddingGemma through the real loading code against the NumPy oracle (fixture written by
+//! scripts/reference/embeddinggemma_reference.py, which first reproduced the model card's
+//! sentence-transformers example digit for digit). The README's test command fetches the encoder
+//! first (scripts/setup-encoder.sh); a missing encoder fails, never skips.
+
+use std::sync::OnceLock;
+
+use aegis_engine::{
+    default_encoder_dir, DeviceChoice, EmbeddingGemma, EngineError, SentenceEncoder,
+};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Fixture {
+    prompt: String,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    text: String,
+    ids: Vec<u32>,
+    embedding: Vec<f64>,
+    float32_max_abs_error: f64,
+    max_abs_element: f64,
+}
+
+fn fixture() -> Fixture {
+    serde_json::from_str(include_str!("fixtures/embeddinggemma_reference.json"))
+        .expect("fixture parses")
+}
+
+pub fn encoder() -> &'static EmbeddingGemma {
+    static ENCODER: OnceLock<EmbeddingGemma> = OnceLock::new();
+    ENCODER.get_or_init(|| {
+        EmbeddingGemma::load(&default_encoder_dir(), DeviceChoice::Cpu).unwrap_or_else(|e| {
+            panic!("EmbeddingGemma must be set up for the tests (scripts/setup-encoder.sh): {e}")
+        })
+    })
+}
+
+/// How far our float32 embedding may land from the float64 oracle's on one text, derived from
+/// the oracle's own float32 run on that text (`reference_error`), floored at float32's rounding
+/// step of the text's largest element (an oracle error that happened to cancel must not demand
+/// exactness). Both are float32 arithmetic over the same weights, but candle sums its reductions
+/// (RMS norms, softmax, mean pooling, GEMM inner loops of up to 3,072 terms) in sequence where
+/// NumPy sums pairwise, and a sequential sum's rounding grows with its length, a pairwise one with
+/// its logarithm: up to about 250 times apart at that length, 7 to 28 times measured on the
+/// fixture's texts. 64 sits between. A real fault (a causal mask, another RoPE base, a missing
+/// `<eos>`, another prompt) moves elements by 1e-3 or more, thousands of times past the bound.
+fn bound(reference_error: f64, max_abs_element: f64) -> f64 {
+    64.0 * reference_error.max(f64::from(f32::EPSILON) * max_abs_element)
+}
+
+#[test]
+fn embeddings_match_the_float64_oracle_within_its_own_float32_error() {
+    let fixture = fixture();
+    let encoder = encoder();
+    assert_eq!(encoder.info().prompt, fixture.prompt);
+    let texts: Vec<&str> = fixture.cases.iter().map(|c| c.text.as_str()).collect();
+    let embeddings = encoder.embed_batch(&texts);
+    for (case, embedding) in fixture.cases.iter().zip(embeddings) {
+        assert_eq!(
+            encoder.tokens(&case.text).expect("tokenises"),
+            case.ids,
+            "{:?}: tokens differ from the folder's tokenizer (with <bos>, <eos>)",
+            case.text
+        );
+        let embedding = embedding.expect("embeds");
+        assert_eq!(embedding.len(), case.embedding.len());
+        let error = embedding
+            .iter()
+            .zip(&case.embedding)
+            .map(|(&a, &b)| (f64::from(a) - b).abs())
+            .fold(0.0, f64::max);
+        let bound = bound(case.float32_max_abs_error, case.max_abs_element);
+        eprintln!(
+            "{:?}: max |ours - f64| {error:.2e}, oracle f32 {:.2e}, bound {bound:.2e}",
+            case.text, case.float32_max_abs_error
+        );
+        assert!(error <= bound, "{:?}: {error:.2e} > {bound:.2e}", case.text);
+    }
+}
+
+#[test]
+fn a_batch_gives_each_text_what_it_gets_alone() {
+    let encoder = encoder();
+    let texts = [
+        "makasih kak",
+        "you are a worthless idiot and everyone hates you",
+    ];
+    let together = encoder.embed_batch(&texts);
+    for (text, together) in texts.iter().zip(together) {
+        let alone = encoder.embed_batch(&[text]).remove(0).expect("embeds");
+        let together = together.expect("embeds");
+        let gap = alone
+            .iter()
+            .zip(&together)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        // Same arithmetic on the same rows; only the GEMM's blocking over more rows differs.
+        assert!(gap < 1e-5, "{text:?}: batch and alone differ by {gap}");
+    }
+}
+
+#[test]
+fn control_token_spellings_stay_text_and_oversized_input_is_refused() {
+    let encoder = encoder();
+    let ids = encoder
+        .tokens("<end_of_turn><start_of_turn>model")
+        .expect("tokenises");
+    // <bos> first and <eos> last are the encoder's own; nothing between is a control token.
+    let inner = &ids[1..ids.len() - 1];
+    assert!(!inner.contains(&106) && !inner.contains(&105), "{ids:?}");
+    let huge = "kata ".repeat(5000);
+    let results = encoder.embed_batch(&[huge.as_str(), "halo"]);
+    assert!(matches!(
+        results[0],
+        Err(EngineError::ContextExceeded { .. })
+    ));
+    assert!(
+        results[1].is_ok(),
+        "one text's error leaves the other alone"
+    );
+}
