@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_engine::{
-    DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
+    resolve_encoder, DeviceChoice, DownloadReport, EmbeddingGemma, EncoderSpec, GemmaEngine,
+    HubOptions, LanguageModel, LoadOptions, ModelRequest, ResolvedModel, SentenceEncoder,
 };
 use aegis_guard::{find_prompts_dir, Guard, GuardError, RejectionMode};
 use aegis_remote::RemoteModel;
@@ -42,6 +43,12 @@ pub struct GuardArgs {
     /// and tokenised here; learned heads cannot run on it, so the prompts decide.
     #[arg(long, env = "AEGIS_BACKEND")]
     pub backend: Option<String>,
+    /// What learned heads read: `decoder` (the model's hidden states), `embeddinggemma`
+    /// (EmbeddingGemma-300M's sentence embedding, from scripts/setup-encoder.sh or the hub), a
+    /// sentence-transformers folder, or a hub id such as google/embeddinggemma-300m. Heads
+    /// trained on another encoder are refused with a warning.
+    #[arg(long, env = "AEGIS_ENCODER", default_value = "decoder")]
+    pub encoder: String,
     /// Folder of validator templates; else AEGIS_PROMPTS, else ./prompt_guard, else beside
     /// the executable.
     #[arg(long)]
@@ -100,11 +107,33 @@ impl GuardArgs {
         self.guard_on(model, &prompts)
     }
 
+    /// The sentence encoder `--encoder` names, loaded; `None` for the decoder's hidden states.
+    pub fn load_encoder(&self) -> Result<Option<Arc<dyn SentenceEncoder>>> {
+        if self.encoder == "decoder" {
+            return Ok(None);
+        }
+        let spec = EncoderSpec::parse(&self.encoder)?;
+        let hub = HubOptions {
+            offline: self.model.offline,
+            progress: true,
+            ..HubOptions::default()
+        };
+        let folder = resolve_encoder(&spec, &hub)
+            .with_context(|| format!("finding the encoder {:?}", self.encoder))?;
+        let device: DeviceChoice = self.model.device.parse()?;
+        let encoder = EmbeddingGemma::load(&folder, device)
+            .with_context(|| format!("loading the encoder in {}", folder.display()))?;
+        Ok(Some(Arc::new(encoder)))
+    }
+
     /// A guard from the templates in `dir` on an already loaded model (one model can serve
     /// several template sets, as `aegis eval --compare` does).
     pub fn guard_on(&self, model: Arc<dyn LanguageModel>, dir: &Path) -> Result<Guard> {
-        let heads_unavailable = aegis_guard::heads_unavailable(model.info());
-        let (guard, problems) = Guard::from_dir(model, dir)?;
+        let encoder = self.load_encoder()?;
+        // Heads on an encoder run here whatever serves the model.
+        let heads_unavailable =
+            aegis_guard::heads_unavailable(model.info()).filter(|_| encoder.is_none());
+        let (guard, problems) = Guard::from_dir_with_encoder(model, encoder, dir)?;
         if let Some(reason) = &heads_unavailable {
             eprintln!("note: {reason}; each validator's prompt decides");
         }

@@ -86,7 +86,11 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     );
     let guard = args.guard.load()?;
     let search = LayerSearch {
-        candidates: parse_layers(&args.layers, guard.model().info().layers)?,
+        // An encoder's embedding is one feature vector: nothing to search.
+        candidates: match guard.encoder() {
+            Some(_) => vec![vec![1]],
+            None => parse_layers(&args.layers, guard.model().info().layers)?,
+        },
         screen_alpha: args.screen_alpha,
     };
     // The forward pass stops after the deepest layer any candidate reads.

@@ -155,3 +155,48 @@ impl LanguageModel for FakeModel {
         }
     }
 }
+
+/// A sentence encoder whose embedding of a text is `[words, 1.0]`: heads on it can be written by
+/// hand. Counts the texts it embedded.
+pub struct FakeEncoder {
+    pub info: crate::EncoderInfo,
+    pub embedded: AtomicUsize,
+}
+
+impl FakeEncoder {
+    pub fn new() -> Self {
+        Self {
+            info: crate::EncoderInfo {
+                id: "fake-encoder".into(),
+                content_hash: "e".repeat(64),
+                prompt: "task: classification | query: ".into(),
+                dimensions: 2,
+                context_length: 64,
+                device: "cpu".into(),
+            },
+            embedded: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Default for FakeEncoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl crate::SentenceEncoder for FakeEncoder {
+    fn info(&self) -> &crate::EncoderInfo {
+        &self.info
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Vec<crate::Result<Vec<f32>>> {
+        texts
+            .iter()
+            .map(|text| {
+                self.embedded.fetch_add(1, Ordering::Relaxed);
+                Ok(vec![text.split_whitespace().count() as f32, 1.0])
+            })
+            .collect()
+    }
+}

@@ -4,13 +4,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{Encoding, EngineError, LanguageModel, Prompt, Scored, Segment};
+use aegis_engine::{
+    EncoderInfo, Encoding, EngineError, LanguageModel, Prompt, Scored, Segment, SentenceEncoder,
+};
 use aegis_heads::Head;
 use serde::Serialize;
 
 use crate::error::{GuardError, Result};
 use crate::heads::{
-    check_binding, encoding_prompt, head_input, layers_read, load_heads, HEADS_DIR,
+    check_binding, embedding_read, encoding_prompt, head_input, layers_read, load_heads, HEADS_DIR,
 };
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
@@ -105,6 +107,8 @@ pub enum RejectionMode {
 #[derive(Clone)]
 pub struct Guard {
     model: Arc<dyn LanguageModel>,
+    /// The sentence encoder heads read instead of the model's hidden states, when one is chosen.
+    encoder: Option<Arc<dyn SentenceEncoder>>,
     validators: Vec<Validator>,
     /// One slot per validator.
     heads: Vec<Option<Head>>,
@@ -121,6 +125,8 @@ pub struct Guard {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
     pub encoding: Option<Encoding>,
+    /// The sentence encoder's embedding, where a head reads it.
+    pub embedding: Option<Vec<f32>>,
     /// Per validator, in validator order; `None` where the prompt did not run.
     pub prompt_scores: Vec<Option<Scored>>,
 }
@@ -140,6 +146,7 @@ impl Guard {
         Self {
             heads: vec![None; validators.len()],
             model,
+            encoder: None,
             validators,
             rejection: RejectionMode::default(),
             language: None,
@@ -150,6 +157,16 @@ impl Guard {
     /// Loads the templates in `dir` and the heads in `dir/heads/`. Broken templates and unusable
     /// heads are returned beside the guard as warnings, not fatal, unless no template is usable.
     pub fn from_dir(model: Arc<dyn LanguageModel>, dir: &Path) -> Result<(Self, Vec<GuardError>)> {
+        Self::from_dir_with_encoder(model, None, dir)
+    }
+
+    /// [`Self::from_dir`] with heads reading `encoder`'s embeddings instead of the model's hidden
+    /// states: heads trained on the other are refused with a warning saying so.
+    pub fn from_dir_with_encoder(
+        model: Arc<dyn LanguageModel>,
+        encoder: Option<Arc<dyn SentenceEncoder>>,
+        dir: &Path,
+    ) -> Result<(Self, Vec<GuardError>)> {
         let LoadedValidators {
             validators,
             mut errors,
@@ -157,10 +174,16 @@ impl Guard {
         if validators.is_empty() {
             return Err(GuardError::NoValidators(dir.to_path_buf()));
         }
-        let (heads, warnings) = load_heads(dir, &validators, model.info());
+        let (heads, warnings) = load_heads(
+            dir,
+            &validators,
+            model.info(),
+            encoder.as_ref().map(|e| e.info()),
+        );
         errors.extend(warnings);
         let mut guard = Self::new(model, validators);
         guard.heads = heads;
+        guard.encoder = encoder;
         Ok((guard, errors))
     }
 
@@ -175,9 +198,30 @@ impl Guard {
             .iter()
             .position(|v| v.key == head.validator)
             .ok_or_else(|| refused("no validator has this key".into()))?;
-        check_binding(&head, &self.validators[slot], self.model.info()).map_err(refused)?;
+        check_binding(
+            &head,
+            &self.validators[slot],
+            self.model.info(),
+            self.encoder_info(),
+        )
+        .map_err(refused)?;
         self.heads[slot] = Some(head);
         Ok(self)
+    }
+
+    /// Heads read `encoder`'s embeddings from now on (`None`: the model's hidden states); heads
+    /// trained on the other are dropped, as loading would have refused them.
+    pub fn with_encoder(mut self, encoder: Option<Arc<dyn SentenceEncoder>>) -> Self {
+        self.encoder = encoder;
+        let heads = std::mem::take(&mut self.heads);
+        self.heads = heads
+            .into_iter()
+            .zip(&self.validators)
+            .map(|(head, v)| {
+                head.filter(|h| check_binding(h, v, self.model.info(), self.encoder_info()).is_ok())
+            })
+            .collect();
+        self
     }
 
     /// This guard with `edited` in place of the validator with its key (added when new): an edited
@@ -195,11 +239,12 @@ impl Guard {
                 let old = self.validators.iter().position(|o| o.key == v.key)?;
                 self.heads[old]
                     .clone()
-                    .filter(|h| check_binding(h, v, self.model.info()).is_ok())
+                    .filter(|h| check_binding(h, v, self.model.info(), self.encoder_info()).is_ok())
             })
             .collect();
         Self {
             model: self.model.clone(),
+            encoder: self.encoder.clone(),
             validators,
             heads,
             rejection: self.rejection,
@@ -244,6 +289,15 @@ impl Guard {
         &self.model
     }
 
+    /// The sentence encoder the heads read, when one was chosen.
+    pub fn encoder(&self) -> Option<&Arc<dyn SentenceEncoder>> {
+        self.encoder.as_ref()
+    }
+
+    fn encoder_info(&self) -> Option<&EncoderInfo> {
+        self.encoder.as_ref().map(|e| e.info())
+    }
+
     /// What the model says about `text`: the shared encoding if any head reads it, and the
     /// prompts of the validators that need them (see [`Analysis`]).
     pub fn analyse(&self, text: &str) -> Result<Analysis> {
@@ -281,6 +335,14 @@ impl Guard {
                 *slot = Some(encoded.map_err(GuardError::from));
             }
         }
+        let mut embeddings: Vec<Option<Result<Vec<f32>>>> =
+            (0..runnable.len()).map(|_| None).collect();
+        if let (Some(encoder), true) = (&self.encoder, embedding_read(&self.heads)) {
+            let batch: Vec<&str> = runnable.iter().map(|&i| texts[i]).collect();
+            for (slot, embedded) in embeddings.iter_mut().zip(encoder.embed_batch(&batch)) {
+                *slot = Some(embedded.map_err(GuardError::from));
+            }
+        }
         let mut scores: Vec<Option<Result<Vec<Scored>>>> =
             (0..runnable.len()).map(|_| None).collect();
         if !prompted.is_empty() && !runnable.is_empty() {
@@ -297,15 +359,19 @@ impl Guard {
                 *slot = Some(scored.map(|s| s.answers).map_err(GuardError::from));
             }
         }
-        for ((&i, encoding), scored) in runnable.iter().zip(encodings).zip(scores) {
+        for (((&i, encoding), embedding), scored) in
+            runnable.iter().zip(encodings).zip(embeddings).zip(scores)
+        {
             let analysis = (|| {
                 let encoding = encoding.transpose()?;
+                let embedding = embedding.transpose()?;
                 let mut prompt_scores = vec![None; self.validators.len()];
                 for (&v, answer) in prompted.iter().zip(scored.transpose()?.unwrap_or_default()) {
                     prompt_scores[v] = Some(answer);
                 }
                 Ok(Analysis {
                     encoding,
+                    embedding,
                     prompt_scores,
                 })
             })();
@@ -343,18 +409,24 @@ impl Guard {
                     key: v.key.clone(),
                     message,
                 };
-                let learned = match (head, &analysis.encoding) {
-                    (Some(head), Some(encoding)) => {
-                        let input = head_input(&head.features, encoding).map_err(head_failed)?;
+                let learned = match head {
+                    Some(head) => {
+                        let input = head_input(
+                            &head.features,
+                            analysis.encoding.as_ref(),
+                            analysis.embedding.as_deref(),
+                        )
+                        .map_err(head_failed)?;
                         let p = head
                             .probability(&input)
                             .map_err(|e| head_failed(e.to_string()))?;
-                        Some((p, encoding.elapsed_ms))
+                        let elapsed = analysis
+                            .encoding
+                            .as_ref()
+                            .map_or(started.elapsed().as_secs_f64() * 1e3, |e| e.elapsed_ms);
+                        Some((p, elapsed))
                     }
-                    (Some(_), None) => {
-                        return Err(head_failed("the message was not encoded".into()))
-                    }
-                    (None, _) => None,
+                    None => None,
                 };
                 let (score, decided_by, latency_ms) = match (learned, answer) {
                     (Some((p, ms)), _) => (p, ScoreSource::Head, ms),

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use aegis_engine::{Encoding, ModelInfo, Prompt, Segment};
-use aegis_heads::{Features, Head};
+use aegis_engine::{EncoderInfo, Encoding, ModelInfo, Prompt, Segment};
+use aegis_heads::{Encoder, Features, Head};
 
 use crate::error::GuardError;
 use crate::template::{hex_sha256, Validator};
@@ -35,11 +35,12 @@ pub fn encoding_prompt(message: &str) -> Prompt {
     ]
 }
 
-/// The layers every head in `heads` reads, sorted, each once.
+/// The decoder layers every decoder head in `heads` reads, sorted, each once.
 pub fn layers_read(heads: &[Option<Head>]) -> Vec<usize> {
     let mut layers: Vec<usize> = heads
         .iter()
         .flatten()
+        .filter(|h| h.features.encoder.is_decoder())
         .flat_map(|h| h.features.layers.iter().copied())
         .collect();
     layers.sort_unstable();
@@ -47,8 +48,32 @@ pub fn layers_read(heads: &[Option<Head>]) -> Vec<usize> {
     layers
 }
 
-/// A head's input from an encoding: its layers' means, concatenated in the head's order.
-pub fn head_input(features: &Features, encoding: &Encoding) -> Result<Vec<f32>, String> {
+/// Whether any head in `heads` reads a sentence encoder's embedding.
+pub fn embedding_read(heads: &[Option<Head>]) -> bool {
+    heads
+        .iter()
+        .flatten()
+        .any(|h| !h.features.encoder.is_decoder())
+}
+
+/// sha256 of an encoder's task prompt, as its heads record it.
+pub fn encoder_context_hash(encoder: &EncoderInfo) -> String {
+    hex_sha256(encoder.prompt.as_bytes())
+}
+
+/// A head's input: its decoder layers' means concatenated in the head's order, or the encoder's
+/// embedding.
+pub fn head_input(
+    features: &Features,
+    encoding: Option<&Encoding>,
+    embedding: Option<&[f32]>,
+) -> Result<Vec<f32>, String> {
+    if !features.encoder.is_decoder() {
+        return embedding
+            .map(<[f32]>::to_vec)
+            .ok_or_else(|| "the message was not embedded".to_string());
+    }
+    let encoding = encoding.ok_or_else(|| "the message was not encoded".to_string())?;
     let mut input = Vec::new();
     for &layer in &features.layers {
         input.extend_from_slice(
@@ -65,12 +90,13 @@ pub fn head_path(templates_dir: &Path, key: &str) -> PathBuf {
 }
 
 /// Loads the head of each validator that has one. A head that cannot be used (broken file, other
-/// model, other preamble) is left out with a warning saying why; its validator falls back to the
-/// prompt's score.
+/// model or encoder, other preamble) is left out with a warning saying why; its validator falls
+/// back to the prompt's score.
 pub fn load_heads(
     templates_dir: &Path,
     validators: &[Validator],
     model: &ModelInfo,
+    encoder: Option<&EncoderInfo>,
 ) -> (Vec<Option<Head>>, Vec<GuardError>) {
     let mut warnings = Vec::new();
     let heads = validators
@@ -91,7 +117,7 @@ pub fn load_heads(
                     return None;
                 }
             };
-            match check_binding(&head, validator, model) {
+            match check_binding(&head, validator, model, encoder) {
                 Ok(()) => Some(head),
                 Err(reason) => {
                     warnings.push(refused(reason));
@@ -113,15 +139,55 @@ pub fn heads_unavailable(model: &ModelInfo) -> Option<String> {
     })
 }
 
-pub fn check_binding(head: &Head, validator: &Validator, model: &ModelInfo) -> Result<(), String> {
-    if let Some(reason) = heads_unavailable(model) {
-        return Err(reason);
-    }
+/// Whether `head` can score `validator` with `model` loaded and `encoder` (if any) chosen for the
+/// heads to read: a head runs only on exactly the weights and context it was trained on, and only
+/// when its encoder is the one the heads read (one encoding per verdict).
+pub fn check_binding(
+    head: &Head,
+    validator: &Validator,
+    model: &ModelInfo,
+    encoder: Option<&EncoderInfo>,
+) -> Result<(), String> {
     if head.validator != validator.key {
         return Err(format!(
             "it was trained for validator {:?}, not {:?}",
             head.validator, validator.key
         ));
+    }
+    match (head.features.encoder, encoder) {
+        (Encoder::Decoder, Some(encoder)) => Err(format!(
+            "it reads the model's hidden states, but the heads read {} here; retrain it with `aegis train --encoder embeddinggemma`, or run without an encoder",
+            encoder.id
+        )),
+        (Encoder::Decoder, None) => check_decoder_binding(head, model),
+        (Encoder::EmbeddingGemma, None) => Err(
+            "it reads EmbeddingGemma's sentence embedding, but no encoder is loaded; run with `--encoder embeddinggemma` (or AEGIS_ENCODER) after scripts/setup-encoder.sh"
+                .into(),
+        ),
+        (Encoder::EmbeddingGemma, Some(encoder)) => {
+            if head.model.content_hash != encoder.content_hash {
+                return Err(format!(
+                    "it was trained on encoder {} (sha256 {}), but the loaded encoder is {} (sha256 {}); retrain it with `aegis train --encoder`",
+                    head.model.id,
+                    short(&head.model.content_hash),
+                    encoder.id,
+                    short(&encoder.content_hash)
+                ));
+            }
+            if head.features.context_hash != encoder_context_hash(encoder) {
+                return Err(
+                    "it was trained after another task prompt; retrain it with `aegis train --encoder`"
+                        .into(),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_decoder_binding(head: &Head, model: &ModelInfo) -> Result<(), String> {
+    if let Some(reason) = heads_unavailable(model) {
+        return Err(reason);
     }
     if head.model.content_hash != model.content_hash {
         return Err(format!(

@@ -17,8 +17,9 @@ pub use guard::{
     ValidatorResult, Verdict,
 };
 pub use heads::{
-    check_binding, encoding_context_hash, encoding_prompt, head_input, head_path,
-    heads_unavailable, layers_read, load_heads, ENCODING_PREAMBLE, HEADS_DIR,
+    check_binding, embedding_read, encoder_context_hash, encoding_context_hash, encoding_prompt,
+    head_input, head_path, heads_unavailable, layers_read, load_heads, ENCODING_PREAMBLE,
+    HEADS_DIR,
 };
 pub use language::Language;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};

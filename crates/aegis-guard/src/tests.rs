@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use aegis_engine::testing::FakeModel;
-use aegis_heads::{CvMetrics, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
+use aegis_engine::testing::{FakeEncoder, FakeModel};
+use aegis_heads::{CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
 
 use crate::*;
 
@@ -141,6 +141,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
         format: HEAD_FORMAT,
         validator: key.into(),
         features: Features {
+            encoder: Encoder::Decoder,
             layers,
             context_hash: encoding_context_hash(),
         },
@@ -328,4 +329,77 @@ fn a_matching_head_in_the_folder_is_used() {
     let verdict = with_head.check("hello").expect("check");
     assert_eq!(verdict.results[1].decided_by, ScoreSource::Head);
     assert_eq!(verdict.case, "toxic");
+}
+
+/// A head on EmbeddingGemma-style embeddings, bound to the fake encoder.
+fn encoder_head(key: &str, weights: Vec<f32>, bias: f32) -> Head {
+    let encoder = FakeEncoder::new();
+    let mut head = head(key, vec![], weights, bias);
+    head.features.encoder = Encoder::EmbeddingGemma;
+    head.features.context_hash = encoder_context_hash(&encoder.info);
+    head.model = ModelBinding {
+        id: encoder.info.id.clone(),
+        content_hash: encoder.info.content_hash.clone(),
+    };
+    head
+}
+
+#[test]
+fn a_head_for_one_encoder_is_refused_when_another_is_loaded() {
+    // An encoder head without its encoder: refused, and the reason names the way out.
+    let err = guard(FakeModel::new(vec![]))
+        .with_head(encoder_head("toxic", vec![1.0, 0.0], 0.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no encoder is loaded") && err.contains("--encoder embeddinggemma"),
+        "{err}"
+    );
+
+    // A decoder head while the heads read an encoder: refused too.
+    let encoder: Arc<dyn aegis_engine::SentenceEncoder> = Arc::new(FakeEncoder::new());
+    let err = guard(FakeModel::new(vec![]))
+        .with_encoder(Some(encoder.clone()))
+        .with_head(head("toxic", vec![1], vec![1.0, 0.0], 0.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("reads the model's hidden states") && err.contains("fake-encoder"),
+        "{err}"
+    );
+
+    // Choosing an encoder drops the decoder heads a guard already had.
+    let switched = guard(FakeModel::new(vec![]))
+        .with_head(head("toxic", vec![1], vec![1.0, 0.0], 0.0))
+        .expect("decoder head")
+        .with_encoder(Some(encoder.clone()));
+    assert!(switched.heads().iter().all(Option::is_none));
+
+    // An encoder head trained on other weights.
+    let mut other = encoder_head("toxic", vec![1.0, 0.0], 0.0);
+    other.model.content_hash = "f".repeat(64);
+    let err = guard(FakeModel::new(vec![]))
+        .with_encoder(Some(encoder))
+        .with_head(other)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("trained on encoder"), "{err}");
+}
+
+#[test]
+fn an_encoder_head_decides_from_the_embedding_and_the_decoder_is_not_asked() {
+    let encoder = Arc::new(FakeEncoder::new());
+    let model = Arc::new(FakeModel::new(vec![]));
+    let guard = Guard::new(model.clone(), vec![validator("toxic", 1)])
+        .with_encoder(Some(encoder.clone()))
+        // p = sigmoid(words - 3): fails from four words on.
+        .with_head(encoder_head("toxic", vec![1.0, -3.0], 0.0))
+        .expect("bound to the fake encoder");
+    let short = guard.check("halo kak").expect("verdict");
+    let long = guard.check("you are a very bad person").expect("verdict");
+    assert_eq!(short.results[0].decided_by, ScoreSource::Head);
+    assert!(short.results[0].passed && !long.results[0].passed);
+    assert_eq!(encoder.embedded.load(Ordering::Relaxed), 2);
+    assert_eq!(model.encodings_run.load(Ordering::Relaxed), 0);
+    assert_eq!(model.prompts_run.load(Ordering::Relaxed), 0);
 }

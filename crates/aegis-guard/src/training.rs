@@ -6,15 +6,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use aegis_heads::{
-    cv_metrics, layers_label, metrics_by_language, train, CvMetrics, Example, Features, Head,
-    ModelBinding, TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
+    cv_metrics, layers_label, metrics_by_language, train, CvMetrics, Encoder, Example, Features,
+    Head, ModelBinding, TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
-use crate::heads::{encoding_context_hash, encoding_prompt, ENCODING_PREAMBLE};
+use crate::heads::{
+    encoder_context_hash, encoding_context_hash, encoding_prompt, ENCODING_PREAMBLE,
+};
 use crate::language::Language;
 use crate::template::hex_sha256;
 
@@ -49,11 +51,12 @@ impl LabelledMessage {
     }
 }
 
-/// What training reads of one message: the shared encoding's mean after every layer, and (when
-/// asked for) each validator's prompt score, to report the prompt's own quality beside the heads'.
+/// What training reads of one message: the shared encoding's mean after every layer (or, when
+/// the guard's heads read a sentence encoder, its embedding as the one "layer"), and (when asked
+/// for) each validator's prompt score, to report the prompt's own quality beside the heads'.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageFeatures {
-    /// `layers[i]` is the mean after layer `i + 1`.
+    /// `layers[i]` is the mean after layer `i + 1`; with an encoder, `layers[0]` is its embedding.
     pub layers: Vec<Vec<f32>>,
     /// P(Yes) per validator, in the guard's validator order.
     pub prompt_scores: Option<Vec<f32>>,
@@ -114,7 +117,14 @@ impl FeatureCache {
 
     fn path(&self, guard: &Guard, text: &str, prompts: bool) -> PathBuf {
         let mut hasher = Sha256::new();
-        hasher.update(guard.model().info().content_hash.as_bytes());
+        match (guard.encoder(), prompts) {
+            (Some(encoder), false) => {
+                hasher.update(b"encoder");
+                hasher.update(encoder.info().content_hash.as_bytes());
+                hasher.update(encoder.info().prompt.as_bytes());
+            }
+            _ => hasher.update(guard.model().info().content_hash.as_bytes()),
+        }
         if prompts {
             for v in guard.validators() {
                 hasher.update(v.body_hash().as_bytes());
@@ -162,7 +172,11 @@ pub fn message_features(
     depth: usize,
     prompts: bool,
 ) -> Vec<Result<MessageFeatures>> {
-    let layers: Vec<usize> = (1..=depth.min(guard.model().info().layers)).collect();
+    // With an encoder, its embedding is the one feature vector: "layer" 1 of 1.
+    let layers: Vec<usize> = match guard.encoder() {
+        Some(_) => vec![1],
+        None => (1..=depth.min(guard.model().info().layers)).collect(),
+    };
     let mut encoded: Vec<Option<Result<Vec<Vec<f32>>>>> = texts
         .iter()
         .map(|t| {
@@ -175,12 +189,27 @@ pub fn message_features(
         .collect();
     let missing: Vec<usize> = (0..texts.len()).filter(|&i| encoded[i].is_none()).collect();
     if !missing.is_empty() {
-        let batch: Vec<_> = missing.iter().map(|&i| encoding_prompt(texts[i])).collect();
-        for (&i, result) in missing
-            .iter()
-            .zip(guard.model().encode_batch(&batch, &layers))
-        {
-            encoded[i] = Some(result.map(|e| e.means).map_err(GuardError::from));
+        let read: Vec<aegis_engine::Result<Vec<Vec<f32>>>> = match guard.encoder() {
+            Some(encoder) => {
+                let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+                encoder
+                    .embed_batch(&batch)
+                    .into_iter()
+                    .map(|r| r.map(|embedding| vec![embedding]))
+                    .collect()
+            }
+            None => {
+                let batch: Vec<_> = missing.iter().map(|&i| encoding_prompt(texts[i])).collect();
+                guard
+                    .model()
+                    .encode_batch(&batch, &layers)
+                    .into_iter()
+                    .map(|r| r.map(|e| e.means))
+                    .collect()
+            }
+        };
+        for (&i, result) in missing.iter().zip(read) {
+            encoded[i] = Some(result.map_err(GuardError::from));
             if let (Some(cache), Some(Ok(rows))) = (cache, &encoded[i]) {
                 cache.put(&cache.path(guard, texts[i], false), LAYERS_MAGIC, rows);
             }
@@ -281,7 +310,10 @@ pub fn train_validator(
         .iter()
         .position(|v| v.key == key)
         .ok_or_else(|| failed("no validator template has this key".into()))?;
-    let layer_count = guard.model().info().layers;
+    let layer_count = match guard.encoder() {
+        Some(_) => 1,
+        None => guard.model().info().layers,
+    };
     if let Some(bad) = search
         .candidates
         .iter()
@@ -335,18 +367,35 @@ pub fn train_validator(
     )
     .ok_or_else(|| failed("no candidate layers to train on".into()))?;
     let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
-    let info = guard.model().info();
+    let (features, model) = match guard.encoder() {
+        Some(encoder) => (
+            Features {
+                encoder: Encoder::EmbeddingGemma,
+                layers: Vec::new(),
+                context_hash: encoder_context_hash(encoder.info()),
+            },
+            ModelBinding {
+                id: encoder.info().id.clone(),
+                content_hash: encoder.info().content_hash.clone(),
+            },
+        ),
+        None => (
+            Features {
+                encoder: Encoder::Decoder,
+                layers: best_layers,
+                context_hash: encoding_context_hash(),
+            },
+            ModelBinding {
+                id: guard.model().info().id.clone(),
+                content_hash: guard.model().info().content_hash.clone(),
+            },
+        ),
+    };
     let head = Head {
         format: HEAD_FORMAT,
         validator: key.to_string(),
-        features: Features {
-            layers: best_layers,
-            context_hash: encoding_context_hash(),
-        },
-        model: ModelBinding {
-            id: info.id.clone(),
-            content_hash: info.content_hash.clone(),
-        },
+        features,
+        model,
         training: TrainingRecord {
             data_sha256: rows_hash(rows.iter().map(|(m, _, l)| (m.text.as_str(), *l))),
             rows: rows.len(),

@@ -97,17 +97,21 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
     let engine = Arc::new(engine);
     let model: Arc<dyn LanguageModel> = engine.clone();
     let prompts_dir = args.guard.prompts_dir()?;
-    let (guard, _) = Guard::from_dir(model.clone(), &prompts_dir)?;
+    // With `--encoder`, heads read its embedding: the (c) column then times verdicts on it.
+    let encoder = args.guard.load_encoder()?;
+    let (guard, _) = Guard::from_dir_with_encoder(model.clone(), encoder, &prompts_dir)?;
     let validators = guard.validators().to_vec();
     let rss_after_load = memory_kib("VmRSS");
     let info = model.info().clone();
     println!(
-        "# aegis bench\n\nmodel {} ({} weights on {}), templates {}, {} validators\n",
+        "# aegis bench\n\nmodel {} ({} weights on {}), heads read {}, templates {}, {} validators ({} decided by heads)\n",
         info.id,
         info.weight_format,
         info.device,
+        guard.encoder().map_or("the model's hidden states", |e| e.info().id.as_str()),
         prompts_dir.display(),
-        validators.len()
+        validators.len(),
+        guard.heads().iter().flatten().count()
     );
 
     let messages: Vec<(&str, String)> = LENGTHS
