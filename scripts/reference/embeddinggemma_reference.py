@@ -7,8 +7,8 @@ computation in float32 lands from it. The engine's test bounds its own error by 
 float32 distance, so the bound follows the arithmetic on any machine rather than one machine's
 measurement.
 
-The engine stores the 262,144-row token embedding in bfloat16 on CPU (memory); the oracle reads the
-same rows rounded the same way, so the comparison checks the forward pass, not the storage. What the
+The engine stores the 262,144-row token embedding in ggml's Q8_0 blocks on CPU (memory); the oracle
+reads the same rows rounded the same way, so the comparison checks the forward pass, not the storage. What the
 storage itself costs is measured too (`storage_effect`: cosine between embeddings with and without
 the rounding, float64). Before any of that the oracle must reproduce, to every printed digit, the
 model card's own example, which sentence-transformers printed on the real weights (held in
@@ -69,6 +69,19 @@ def bf16_round(x):
     return rounded.astype(np.uint32).view(np.float32)
 
 
+def q8_0_round(x):
+    """ggml's Q8_0 as candle writes it: per block of 32, d = max|x| / 127 kept as f16, values
+    round(x / d) (half away from zero, in f32, with 1/d taken before d is rounded to f16), read
+    back as q * d."""
+    rows, cols = x.shape
+    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(rows, cols // 32, 32)
+    d = np.abs(blocks).max(-1, keepdims=True) / np.float32(127)
+    inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, np.float32(1)), np.float32(0)).astype(np.float32)
+    v = (blocks * inv).astype(np.float32)
+    q = np.clip(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)), -128, 127)
+    return (q * d.astype(np.float16).astype(np.float32)).reshape(rows, cols).astype(np.float32)
+
+
 def gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
@@ -90,7 +103,7 @@ class EmbeddingGemma:
         c, f = self.cfg, lambda a: np.asarray(a, dtype=dtype)
         rows = self.w["embed_tokens.weight"][ids]
         if round_embedding:
-            rows = bf16_round(rows)
+            rows = q8_0_round(rows)
         x = f(rows) * f(np.sqrt(c["hidden_size"]))
         T, H, K, D = len(ids), c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
         eps = c["rms_norm_eps"]
@@ -168,11 +181,11 @@ def main():
             "storage_effect_cosine": float(exact @ e64),
         })
         print(f"{len(ids):3d} tokens  f32 error {cases[-1]['float32_max_abs_error']:.2e}  "
-              f"bf16 embedding storage cosine {cases[-1]['storage_effect_cosine']:.6f}  {text[:40]!r}")
+              f"Q8_0 embedding storage cosine {cases[-1]['storage_effect_cosine']:.6f}  {text[:40]!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "about": "EmbeddingGemma-300M embeddings from scripts/reference/embeddinggemma_reference.py (NumPy float64, "
-                 "token embedding rows rounded to bfloat16 as the engine stores them on CPU); the script checked "
+                 "token embedding rows rounded to Q8_0 blocks as the engine stores them on CPU); the script checked "
                  "itself against the model card's sentence-transformers example first",
         "prompt": CLASSIFICATION,
         "model_card_similarities": {"expected": CARD_SIMILARITIES, "oracle": similarities},

@@ -102,7 +102,14 @@ impl GuardArgs {
                 RemoteModel::connect_with_cached_tokenizer(url)
                     .with_context(|| format!("connecting to the model server at {url}"))?,
             ),
-            None => Arc::new(self.model.load()?),
+            None => {
+                let mut request = self.model.request()?;
+                request.options.beside_encoder = self.encoder != "decoder";
+                let (engine, _) = request
+                    .load()
+                    .with_context(|| format!("loading {}", request.model))?;
+                Arc::new(engine)
+            }
         };
         self.guard_on(model, &prompts)
     }

@@ -194,3 +194,32 @@ fn reviews_join_the_training_data() {
     let rows: Vec<&str> = all.split_whitespace().collect();
     assert_eq!(rows[2], "13", "12 fixture rows and the reviewed one: {all}");
 }
+
+/// The shipped heads read the 270M's hidden states: with EmbeddingGemma chosen they are refused,
+/// each with a warning naming the way out, and the prompts decide; the encoder really loads.
+#[test]
+fn heads_for_the_decoder_are_refused_when_the_encoder_is_chosen() {
+    let out = aegis(&[
+        "check",
+        "--no-history",
+        "--encoder",
+        "embeddinggemma",
+        "halo kak, apa kabar?",
+    ]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    let warnings = stderr(&out);
+    assert_eq!(
+        warnings
+            .matches("reads the model's hidden states, but the heads read embeddinggemma-300m")
+            .count(),
+        4,
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("aegis train --encoder embeddinggemma"),
+        "{warnings}"
+    );
+    let table = stdout(&out);
+    assert_eq!(table.matches(" head ").count(), 0, "{table}");
+    assert_eq!(table.matches(" prompt   ").count(), 4, "{table}");
+}

@@ -47,9 +47,14 @@ impl GemmaEngine {
     pub fn load(resolved: &ResolvedModel, options: &LoadOptions) -> Result<Self> {
         let started = Instant::now();
         let (device, device_name) = options.device.open()?;
-        let weight_format = options
-            .weight_format
-            .unwrap_or_else(|| WeightFormat::best_for(&device));
+        // Beside an encoder on CPU, f32 layers would take the pair past 1.5 GiB (README).
+        let weight_format = options.weight_format.unwrap_or_else(|| {
+            if options.beside_encoder && device.is_cpu() {
+                WeightFormat::Quantized
+            } else {
+                WeightFormat::best_for(&device)
+            }
+        });
         let tokenizer = GemmaTokenizer::from_file(&resolved.tokenizer)?;
         let model = Gemma3::load(&resolved.weights, weight_format, &device)?;
         let content_hash = match &resolved.weights {

@@ -71,6 +71,9 @@ pub struct LoadOptions {
     pub max_context: usize,
     /// Memory for cached template openings, kept across requests (0 turns the cache off).
     pub prefix_cache_bytes: usize,
+    /// A sentence encoder shares the host's memory and decides the hot path: with no format
+    /// asked for, keep the file's quantized blocks on CPU instead of dequantizing to f32.
+    pub beside_encoder: bool,
 }
 
 impl Default for LoadOptions {
@@ -83,6 +86,7 @@ impl Default for LoadOptions {
             max_context: 4096,
             // 36 KiB per token for the 270M model, 136 KiB for 4B: room for many templates.
             prefix_cache_bytes: 256 << 20,
+            beside_encoder: false,
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Reading a Gemma 3 checkpoint (GGUF or safetensors) into the forward pass's layers, in the
 //! weight format the device runs best.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::quantized::{gguf_file, QMatMul, QTensor};
+use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Tensor};
 
 use super::rope::Rope;
+use super::safetensors_file::SafetensorsIndex;
 use super::{Embedding, Gemma3, Layer, RmsNorm};
 use crate::config::{hf_tensor_name, Gemma3Config};
 use crate::error::{EngineError, Result};
@@ -68,6 +68,15 @@ impl std::str::FromStr for WeightFormat {
     }
 }
 
+/// How an encoder holds its token embedding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbeddingStorage {
+    Dense(DType),
+    /// ggml's Q8_0 blocks (32 values, one f16 scale): a quarter of f32's memory, rows dequantized
+    /// as they are looked up.
+    Q8_0,
+}
+
 /// Reads named tensors from either weight format, presenting GGUF names.
 enum WeightReader {
     Gguf {
@@ -75,7 +84,7 @@ enum WeightReader {
         file: std::fs::File,
     },
     Safetensors {
-        tensors: HashMap<String, Tensor>,
+        index: SafetensorsIndex,
         prefix: String,
     },
 }
@@ -97,17 +106,28 @@ impl WeightReader {
     }
 
     fn dense(&mut self, path: &Path, name: &str) -> Result<Tensor> {
+        self.dense_as(path, name, DType::F32, &Device::Cpu)
+    }
+
+    /// A safetensors weight read straight into `dtype` on `device`.
+    fn dense_as(
+        &mut self,
+        path: &Path,
+        name: &str,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         match self {
             Self::Gguf { .. } => Err(EngineError::invalid(
                 path,
                 format!("internal: dense read of GGUF tensor {name}"),
             )),
-            Self::Safetensors { tensors, prefix } => {
+            Self::Safetensors { index, prefix } => {
                 let hf = format!("{prefix}{}", hf_tensor_name(name));
-                let t = tensors
-                    .remove(&hf)
-                    .ok_or_else(|| EngineError::invalid(path, format!("missing tensor {hf}")))?;
-                Ok(t.to_dtype(DType::F32)?)
+                if !index.contains(&hf) {
+                    return Err(EngineError::invalid(path, format!("missing tensor {hf}")));
+                }
+                index.read(&hf, dtype, device)
             }
         }
     }
@@ -144,9 +164,7 @@ impl WeightReader {
                 .qtensor(path, name, device)?
                 .dequantize(device)?
                 .to_dtype(dtype)?,
-            Self::Safetensors { .. } => {
-                self.dense(path, name)?.to_dtype(dtype)?.to_device(device)?
-            }
+            Self::Safetensors { .. } => self.dense_as(path, name, dtype, device)?,
         })
     }
 
@@ -178,15 +196,15 @@ impl Gemma3 {
     }
 
     /// A bidirectional Gemma 3 encoder (EmbeddingGemma's backbone) from safetensors: layers in
-    /// `format`, the 262,144-row embedding in `embedding_dtype`. Only a few rows are read per
-    /// message, so bf16 storage halves the largest tensor's memory for one rounding of its rows.
+    /// `format`, the 262,144-row embedding as `embedding` says. Only a few rows are read per
+    /// message, so 8-bit storage quarters the largest tensor's memory for one rounding of its rows.
     pub fn load_encoder(
         files: &WeightFiles,
         format: WeightFormat,
-        embedding_dtype: DType,
+        embedding: EmbeddingStorage,
         device: &Device,
     ) -> Result<Self> {
-        let model = Self::load_with(files, format, Some(embedding_dtype), device)?;
+        let model = Self::load_with(files, format, Some(embedding), device)?;
         if !model.config.bidirectional {
             let path = match files {
                 WeightFiles::Gguf(path) => path,
@@ -203,7 +221,7 @@ impl Gemma3 {
     fn load_with(
         files: &WeightFiles,
         format: WeightFormat,
-        embedding_dtype: Option<DType>,
+        embedding: Option<EmbeddingStorage>,
         device: &Device,
     ) -> Result<Self> {
         match files {
@@ -215,29 +233,18 @@ impl Gemma3 {
                 let config = Gemma3Config::from_gguf(path, &content)?;
                 let synthetic = crate::synthetic::is_synthetic(&content);
                 let reader = WeightReader::Gguf { content, file };
-                let mut model =
-                    Self::from_reader(path, config, reader, format, embedding_dtype, device)?;
+                let mut model = Self::from_reader(path, config, reader, format, embedding, device)?;
                 model.synthetic = synthetic;
                 Ok(model)
             }
             WeightFiles::Safetensors { config, shards } => {
                 let cfg = Gemma3Config::from_hf_config(config)?;
-                let mut tensors = HashMap::new();
-                for shard in shards {
-                    let loaded =
-                        candle_core::safetensors::load(shard, &Device::Cpu).map_err(|e| {
-                            EngineError::invalid(
-                                shard,
-                                format!("not a readable safetensors file: {e}"),
-                            )
-                        })?;
-                    tensors.extend(loaded);
-                }
+                let index = SafetensorsIndex::open(shards)?;
                 // Text-only checkpoints use `model.`; multimodal ones `language_model.model.`; a
                 // bare text model (EmbeddingGemma's encoder) none.
                 let prefix = ["model.", "language_model.model.", ""]
                     .into_iter()
-                    .find(|p| tensors.contains_key(&format!("{p}embed_tokens.weight")))
+                    .find(|p| index.contains(&format!("{p}embed_tokens.weight")))
                     .ok_or_else(|| {
                         EngineError::invalid(
                             config,
@@ -245,8 +252,8 @@ impl Gemma3 {
                         )
                     })?
                     .to_string();
-                let reader = WeightReader::Safetensors { tensors, prefix };
-                Self::from_reader(config, cfg, reader, format, embedding_dtype, device)
+                let reader = WeightReader::Safetensors { index, prefix };
+                Self::from_reader(config, cfg, reader, format, embedding, device)
             }
         }
     }
@@ -256,7 +263,7 @@ impl Gemma3 {
         config: Gemma3Config,
         mut reader: WeightReader,
         format: WeightFormat,
-        embedding_dtype: Option<DType>,
+        embedding_storage: Option<EmbeddingStorage>,
         device: &Device,
     ) -> Result<Self> {
         let eps = config.rms_norm_eps;
@@ -269,13 +276,19 @@ impl Gemma3 {
                 let q = Arc::new(reader.qtensor(path, "token_embd.weight", device)?);
                 (Embedding::Quantized(q.clone()), QMatMul::from_arc(q)?)
             }
+            WeightReader::Safetensors { index, prefix }
+                if embedding_storage == Some(EmbeddingStorage::Q8_0) =>
+            {
+                let name = format!("{prefix}embed_tokens.weight");
+                let q = Arc::new(index.read_quantized(&name, GgmlDType::Q8_0, device)?);
+                (Embedding::Quantized(q.clone()), QMatMul::from_arc(q)?)
+            }
             _ => {
-                let t = reader.dense_on(
-                    path,
-                    "token_embd.weight",
-                    embedding_dtype.unwrap_or(dtype),
-                    device,
-                )?;
+                let embedding_dtype = match embedding_storage {
+                    Some(EmbeddingStorage::Dense(dtype)) => dtype,
+                    _ => dtype,
+                };
+                let t = reader.dense_on(path, "token_embd.weight", embedding_dtype, device)?;
                 (Embedding::Dense(t.clone()), QMatMul::Tensor(t))
             }
         };

@@ -4,6 +4,7 @@
 
 mod load;
 mod rope;
+mod safetensors_file;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
-pub use load::WeightFormat;
+pub use load::{EmbeddingStorage, WeightFormat};
 use rope::Rope;
 
 use crate::config::Gemma3Config;
