@@ -166,12 +166,12 @@ pub fn check_binding(
         ),
         (Encoder::EmbeddingGemma, Some(encoder)) => {
             if head.model.content_hash != encoder.content_hash {
-                return Err(format!(
-                    "it was trained on encoder {} (sha256 {}), but the loaded encoder is {} (sha256 {}); retrain it with `aegis train --encoder`",
-                    head.model.id,
-                    short(&head.model.content_hash),
-                    encoder.id,
-                    short(&encoder.content_hash)
+                return Err(other_weights(
+                    "encoder",
+                    head,
+                    &encoder.id,
+                    &encoder.content_hash,
+                    "`aegis train --encoder`",
                 ));
             }
             if head.features.context_hash != encoder_context_hash(encoder) {
@@ -190,12 +190,12 @@ fn check_decoder_binding(head: &Head, model: &ModelInfo) -> Result<(), String> {
         return Err(reason);
     }
     if head.model.content_hash != model.content_hash {
-        return Err(format!(
-            "it was trained for model {} (sha256 {}), but the loaded model is {} (sha256 {}); retrain it with `aegis train` on this model",
-            head.model.id,
-            short(&head.model.content_hash),
-            model.id,
-            short(&model.content_hash)
+        return Err(other_weights(
+            "model",
+            head,
+            &model.id,
+            &model.content_hash,
+            "`aegis train` on this model",
         ));
     }
     if head.features.context_hash != encoding_context_hash() {
@@ -210,6 +210,16 @@ fn check_decoder_binding(head: &Head, model: &ModelInfo) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Why a head trained on other weights than the loaded `what` (model or encoder) is refused.
+fn other_weights(what: &str, head: &Head, id: &str, hash: &str, retrain: &str) -> String {
+    format!(
+        "it was trained for {what} {} (sha256 {}), but the loaded {what} is {id} (sha256 {}); retrain it with {retrain}",
+        head.model.id,
+        short(&head.model.content_hash),
+        short(hash)
+    )
 }
 
 fn short(hash: &str) -> &str {

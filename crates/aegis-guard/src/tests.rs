@@ -383,7 +383,7 @@ fn a_head_for_one_encoder_is_refused_when_another_is_loaded() {
         .with_head(other)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("trained on encoder"), "{err}");
+    assert!(err.contains("trained for encoder"), "{err}");
 }
 
 #[test]
