@@ -173,6 +173,7 @@ impl FakeEncoder {
                 dimensions: 2,
                 context_length: 64,
                 device: "cpu".into(),
+                weight_format: "f32".into(),
             },
             embedded: AtomicUsize::new(0),
         }

@@ -122,6 +122,7 @@ impl FeatureCache {
                 hasher.update(b"encoder");
                 hasher.update(encoder.info().content_hash.as_bytes());
                 hasher.update(encoder.info().prompt.as_bytes());
+                hasher.update(encoder.info().weight_format.as_bytes());
             }
             _ => hasher.update(guard.model().info().content_hash.as_bytes()),
         }

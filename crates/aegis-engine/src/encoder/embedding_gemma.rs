@@ -196,6 +196,7 @@ impl EmbeddingGemma {
             dimensions,
             context_length: model.config().context_length,
             device: device_name,
+            weight_format: format!("{} layers, {embedding:?} embedding", format.name()),
         };
         tracing::info!(encoder = %info.id, elapsed_ms = started.elapsed().as_millis() as u64, "encoder loaded");
         Ok(Self {

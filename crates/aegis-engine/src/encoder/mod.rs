@@ -24,6 +24,9 @@ pub struct EncoderInfo {
     /// Longest input, in tokens (prompt and message together).
     pub context_length: usize,
     pub device: String,
+    /// How the weights are held (`f32 layers, Q8_0 embedding` on CPU): embeddings differ in
+    /// their last digits between storages, so cached features are keyed by it.
+    pub weight_format: String,
 }
 
 /// Turns messages into embeddings. The message is data: it never becomes a control token.
