@@ -106,30 +106,7 @@ impl WeightReader {
     }
 
     fn dense(&mut self, path: &Path, name: &str) -> Result<Tensor> {
-        self.dense_as(path, name, DType::F32, &Device::Cpu)
-    }
-
-    /// A safetensors weight read straight into `dtype` on `device`.
-    fn dense_as(
-        &mut self,
-        path: &Path,
-        name: &str,
-        dtype: DType,
-        device: &Device,
-    ) -> Result<Tensor> {
-        match self {
-            Self::Gguf { .. } => Err(EngineError::invalid(
-                path,
-                format!("internal: dense read of GGUF tensor {name}"),
-            )),
-            Self::Safetensors { index, prefix } => {
-                let hf = format!("{prefix}{}", hf_tensor_name(name));
-                if !index.contains(&hf) {
-                    return Err(EngineError::invalid(path, format!("missing tensor {hf}")));
-                }
-                index.read(&hf, dtype, device)
-            }
-        }
+        self.dense_on(path, name, DType::F32, &Device::Cpu)
     }
 
     fn norm(
@@ -164,7 +141,14 @@ impl WeightReader {
                 .qtensor(path, name, device)?
                 .dequantize(device)?
                 .to_dtype(dtype)?,
-            Self::Safetensors { .. } => self.dense_as(path, name, dtype, device)?,
+            // Read straight into `dtype`: never the whole file, nor a tensor twice, in memory.
+            Self::Safetensors { index, prefix } => {
+                let hf = format!("{prefix}{}", hf_tensor_name(name));
+                if !index.contains(&hf) {
+                    return Err(EngineError::invalid(path, format!("missing tensor {hf}")));
+                }
+                index.read(&hf, dtype, device)?
+            }
         })
     }
 
