@@ -1,7 +1,7 @@
 //! Flags every model-using command shares, resolved once into a loaded guard.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use aegis_engine::{
@@ -49,6 +49,8 @@ pub struct GuardArgs {
     /// trained on another encoder are refused with a warning.
     #[arg(long, env = "AEGIS_ENCODER", default_value = "decoder")]
     pub encoder: String,
+    #[arg(skip)]
+    loaded_encoder: LoadedEncoder,
     /// Folder of validator templates; else AEGIS_PROMPTS, else ./prompt_guard, else beside
     /// the executable.
     #[arg(long)]
@@ -58,15 +60,31 @@ pub struct GuardArgs {
     pub generate_rejection: bool,
 }
 
+/// The encoder once loaded (`GuardArgs::load_encoder`).
+#[derive(Default)]
+struct LoadedEncoder(OnceLock<Option<Arc<dyn SentenceEncoder>>>);
+
+impl std::fmt::Debug for LoadedEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let id = self
+            .0
+            .get()
+            .map(|e| e.as_ref().map(|e| e.info().id.clone()));
+        f.debug_tuple("LoadedEncoder").field(&id).finish()
+    }
+}
+
 impl ModelArgs {
     pub fn load(&self) -> Result<GemmaEngine> {
-        Ok(self.load_with_files()?.0)
+        Ok(self.load_with_files(false)?.0)
     }
 
-    /// The engine and the files it was loaded from.
-    pub fn load_with_files(&self) -> Result<(GemmaEngine, ResolvedModel)> {
+    /// The engine and the files it was loaded from. `beside_encoder`: a sentence encoder shares
+    /// the memory (see `LoadOptions::beside_encoder`).
+    pub fn load_with_files(&self, beside_encoder: bool) -> Result<(GemmaEngine, ResolvedModel)> {
         let started = Instant::now();
-        let request = self.request()?;
+        let mut request = self.request()?;
+        request.options.beside_encoder = beside_encoder;
         let loaded = request
             .load()
             .with_context(|| format!("loading {}", request.model))?;
@@ -102,21 +120,28 @@ impl GuardArgs {
                 RemoteModel::connect_with_cached_tokenizer(url)
                     .with_context(|| format!("connecting to the model server at {url}"))?,
             ),
-            None => {
-                let mut request = self.model.request()?;
-                request.options.beside_encoder = self.encoder != "decoder";
-                let (engine, _) = request
-                    .load()
-                    .with_context(|| format!("loading {}", request.model))?;
-                Arc::new(engine)
-            }
+            None => Arc::new(self.model.load_with_files(self.encoder_chosen())?.0),
         };
         self.guard_on(model, &prompts)
     }
 
-    /// The sentence encoder `--encoder` names, loaded; `None` for the decoder's hidden states.
+    /// Whether heads read a sentence encoder rather than the model's hidden states.
+    pub fn encoder_chosen(&self) -> bool {
+        self.encoder != "decoder"
+    }
+
+    /// The sentence encoder `--encoder` names, loaded once however many guards use it (`aegis
+    /// eval --compare` builds two); `None` for the decoder's hidden states.
     pub fn load_encoder(&self) -> Result<Option<Arc<dyn SentenceEncoder>>> {
-        if self.encoder == "decoder" {
+        if let Some(loaded) = self.loaded_encoder.0.get() {
+            return Ok(loaded.clone());
+        }
+        let loaded = self.read_encoder()?;
+        Ok(self.loaded_encoder.0.get_or_init(|| loaded).clone())
+    }
+
+    fn read_encoder(&self) -> Result<Option<Arc<dyn SentenceEncoder>>> {
+        if !self.encoder_chosen() {
             return Ok(None);
         }
         let spec = EncoderSpec::parse(&self.encoder)?;

@@ -81,14 +81,19 @@ pub struct ResolvedModel {
 
 /// The directory `scripts/setup-model.sh` fills; the tokenizer there serves every Gemma 3 size.
 pub fn default_model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os(MODEL_DIR_ENV) {
-        return PathBuf::from(dir);
+    cached_model_dir(MODEL_DIR_ENV, "gemma-3-270m")
+}
+
+/// `$env` if set, else `<platform cache>/aegis/models/<name>`: where the setup scripts put a model.
+pub(crate) fn cached_model_dir(env: &str, name: &str) -> PathBuf {
+    match std::env::var_os(env) {
+        Some(dir) => PathBuf::from(dir),
+        None => dirs::cache_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("aegis")
+            .join("models")
+            .join(name),
     }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("aegis")
-        .join("models")
-        .join("gemma-3-270m")
 }
 
 /// How the hub is reached when a hub id is not in the local cache.

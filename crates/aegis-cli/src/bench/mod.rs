@@ -93,11 +93,10 @@ impl Timing {
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitStatus> {
-    let mut request = args.guard.model.request()?;
-    request.options.beside_encoder = args.guard.encoder != "decoder";
-    let (engine, files) = request
-        .load()
-        .with_context(|| format!("loading {}", request.model))?;
+    let (engine, files) = args
+        .guard
+        .model
+        .load_with_files(args.guard.encoder_chosen())?;
     let engine = Arc::new(engine);
     let model: Arc<dyn LanguageModel> = engine.clone();
     let prompts_dir = args.guard.prompts_dir()?;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Tensor, D};
 use serde::Deserialize;
 
 use super::{EncoderInfo, SentenceEncoder};
@@ -227,10 +227,6 @@ impl EmbeddingGemma {
             });
         }
         Ok(ids)
-    }
-
-    pub fn device(&self) -> &Device {
-        self.model.device()
     }
 
     /// Embeddings of already tokenised inputs, in batches of about [`BATCH_TOKENS`] rows.

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{EngineError, Result};
-use crate::source::{cached_snapshot, download_snapshot, hub_cache_dir, HubOptions, ModelSpec};
+use crate::source::{
+    cached_model_dir, cached_snapshot, download_snapshot, hub_cache_dir, HubOptions, ModelSpec,
+};
 
 /// Environment variable that overrides the default encoder folder.
 pub const ENCODER_DIR_ENV: &str = "AEGIS_ENCODER_DIR";
@@ -32,14 +34,7 @@ impl EncoderSpec {
 
 /// The folder `scripts/setup-encoder.sh` fills.
 pub fn default_encoder_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os(ENCODER_DIR_ENV) {
-        return PathBuf::from(dir);
-    }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("aegis")
-        .join("models")
-        .join("embeddinggemma-300m")
+    cached_model_dir(ENCODER_DIR_ENV, "embeddinggemma-300m")
 }
 
 /// The sentence-transformers folder for `spec`, downloading it from the hub when asked and not
