@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Retrains the shipped heads in prompt_guard/heads/ from the permissive training data there, and
 # sets each validator's threshold to the highest recall that flags at most 1.5% of the benign rows
-# on out-of-fold scores: the target is 2% on messages the heads never saw, and a threshold cut at
-# exactly 2% of these rows measured 2.2% under nested cross-validation (spam), so the cut keeps a
-# margin. Layers 6, 8 and 11 are the candidates: the issue-17 measurement found the middle layers
-# best, and each candidate costs about 25 s per validator to cross-validate here.
+# on out-of-fold scores.
+# Every choice (regularisation, layers, threshold) is made on folds that hold out whole sources
+# (`--validation by-source`, the default): a user's traffic comes from sources no head saw, and
+# random folds, which put one source on both sides of a split, overstate what it will see. The
+# report prints the held-out-source figure first and the random-fold one beside it, then what each
+# source's rows score at the chosen threshold.
+# The benign budget is held on real messages people sent to assistants (benign-real.jsonl) and
+# authored benign traffic; benign-holdout.jsonl and benign-real-holdout.jsonl are never trained on.
+# Layers 6, 8 and 11 are the candidates: the issue-17 measurement found the middle layers best.
 # Deterministic: the same model, data and machine give the same files, bit for bit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +21,8 @@ cargo run --release --locked -p aegis-cli -- train \
     --data prompt_guard/heads/train-1.jsonl \
     --data prompt_guard/heads/train-2.jsonl \
     --data prompt_guard/heads/authored.jsonl \
+    --data prompt_guard/heads/authored-benign.jsonl \
+    --data prompt_guard/heads/benign-real.jsonl \
     --layers 6,8,11 \
     --tune-thresholds \
     --benign-budget 0.015 \

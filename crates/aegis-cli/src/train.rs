@@ -1,13 +1,14 @@
 //! `aegis train`: heads for validators from labelled messages (the evaluation schema).
 
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use aegis_guard::{
     message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures,
     ValidatorTraining, HEADS_DIR,
 };
-use aegis_heads::{layers_label, CvMetrics, TrainOptions};
+use aegis_heads::{layers_label, CvMetrics, TrainOptions, Validation};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -46,6 +47,13 @@ pub struct TrainArgs {
     /// Cross-validation folds.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
+    /// How folds are made, and so how the strength, the layers and the threshold are chosen:
+    /// `by-source` holds out whole sources (the row's "source"; rows the project wrote by
+    /// language and kind), the figure a user's traffic will see; `random` is stratified random
+    /// folds, which put one source on both sides of a split and read higher. By-source reports
+    /// the random figure beside its own.
+    #[arg(long, value_enum, default_value_t = ValidationArg::BySource)]
+    pub validation: ValidationArg,
     /// Where heads are written (default: the templates folder's heads/).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -70,8 +78,26 @@ pub struct TrainArgs {
     pub guard: GuardArgs,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ValidationArg {
+    BySource,
+    Random,
+}
+
+impl From<ValidationArg> for Validation {
+    fn from(arg: ValidationArg) -> Self {
+        match arg {
+            ValidationArg::BySource => Validation::BySource,
+            ValidationArg::Random => Validation::RandomFolds,
+        }
+    }
+}
+
 /// Messages encoded per model call while reading features.
 const FEATURE_BATCH: usize = 16;
+
+/// Without a terminal (a log, CI) the bar is hidden, so progress is printed as lines this often.
+const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
 
 pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     let mut messages = read_messages(&args.data, &args.exclude_source)?;
@@ -138,6 +164,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     );
     let mut usable = Vec::with_capacity(messages.len());
     let mut features: Vec<MessageFeatures> = Vec::with_capacity(messages.len());
+    let mut lines = (!std::io::stderr().is_terminal()).then(|| ProgressLines::new(messages.len()));
     for chunk in messages.chunks(FEATURE_BATCH) {
         let texts: Vec<&str> = chunk.iter().map(|m| m.text.as_str()).collect();
         let read = message_features(&guard, &texts, cache.as_ref(), depth, args.prompt_scores);
@@ -156,11 +183,15 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             }
         }
         progress.inc(chunk.len() as u64);
+        if let Some(lines) = &mut lines {
+            lines.advance(chunk.len());
+        }
     }
     progress.finish_and_clear();
 
     let options = TrainOptions {
         folds: args.folds,
+        validation: args.validation.into(),
         ..TrainOptions::default()
     };
     let out_dir = match &args.out {
@@ -170,8 +201,20 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     for key in &keys {
         let trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
         print_report(&trained);
-        if args.tune_thresholds {
-            tune_threshold(&guard, &trained, args.benign_budget, args.dry_run)?;
+        let threshold = if args.tune_thresholds {
+            tune_threshold(&guard, &trained, args.benign_budget, args.dry_run)?
+        } else {
+            None
+        };
+        let threshold = threshold.or_else(|| {
+            guard
+                .validators()
+                .iter()
+                .find(|v| &v.key == key)
+                .map(|v| f64::from(v.threshold))
+        });
+        if let Some(threshold) = threshold {
+            print_sources(&trained, threshold);
         }
         if !args.dry_run {
             let path = out_dir.join(format!("{key}.json"));
@@ -221,27 +264,29 @@ fn parse_layers(spec: &str, layers: usize) -> Result<Vec<Vec<usize>>> {
 }
 
 /// Picks the threshold on the shipped head's out-of-fold probabilities (held out, so the choice
-/// is measured honestly): the highest recall that flags at most `budget` of the benign rows.
+/// is measured honestly): the highest recall that flags at most `budget` of the benign rows,
+/// nested in the same folds (by source: each fold's benign rows are cut at the threshold the
+/// other sources chose). Returns the threshold chosen.
 fn tune_threshold(
     guard: &aegis_guard::Guard,
     trained: &ValidatorTraining,
     budget: f64,
     dry_run: bool,
-) -> Result<()> {
+) -> Result<Option<f64>> {
     let key = &trained.key;
     let Some(validator) = guard.validators().iter().find(|v| &v.key == key) else {
-        return Ok(());
+        return Ok(None);
     };
     let Some(choice) = aegis_eval::choose_threshold_for_budget(
         &trained.chosen.out_of_fold,
         &trained.labels,
         &trained.benign,
         budget,
-        trained.chosen.folds,
+        &trained.chosen.fold_of,
         3,
     ) else {
         eprintln!("{key}: threshold not tuned (no benign rows in its data)");
-        return Ok(());
+        return Ok(None);
     };
     let text = aegis_eval::metric_text;
     println!(
@@ -265,7 +310,87 @@ fn tune_threshold(
             validator.path.display()
         );
     }
-    Ok(())
+    Ok(Some(choice.threshold))
+}
+
+/// Per source (group), what the out-of-fold scores flag at `threshold`: recall on its positives,
+/// the share of its negatives flagged. Under validation by source each group was scored by a
+/// head that never saw it, so this says which kinds of traffic the head does not carry over to.
+fn print_sources(t: &ValidatorTraining, threshold: f64) {
+    // group -> (positives, caught, negatives, flagged)
+    let mut groups: std::collections::BTreeMap<&str, (usize, usize, usize, usize)> =
+        Default::default();
+    for ((group, &label), &score) in t.groups.iter().zip(&t.labels).zip(&t.chosen.out_of_fold) {
+        let entry = groups.entry(group.as_str()).or_default();
+        let flagged = usize::from(score >= threshold);
+        if label {
+            entry.0 += 1;
+            entry.1 += flagged;
+        } else {
+            entry.2 += 1;
+            entry.3 += flagged;
+        }
+    }
+    println!(
+        "{}: per source at threshold {threshold:.3} ({} scores)",
+        t.key,
+        t.chosen.validation.describe()
+    );
+    println!("  {:<58} {:>5} {:>7} {:>5} {:>8}", "source", "pos", "recall", "neg", "flagged");
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3}", part as f64 / whole as f64)
+        }
+    };
+    for (group, (positives, caught, negatives, flagged)) in groups {
+        let name: String = group.chars().take(58).collect();
+        println!(
+            "  {name:<58} {positives:>5} {:>7} {negatives:>5} {:>8}",
+            share(caught, positives),
+            share(flagged, negatives)
+        );
+    }
+}
+
+/// Progress as plain lines, for a log that has no terminal to draw a bar on.
+struct ProgressLines {
+    total: usize,
+    done: usize,
+    started: Instant,
+    last: Instant,
+}
+
+impl ProgressLines {
+    fn new(total: usize) -> Self {
+        eprintln!("reading {total} messages");
+        let now = Instant::now();
+        Self {
+            total,
+            done: 0,
+            started: now,
+            last: now,
+        }
+    }
+
+    fn advance(&mut self, by: usize) {
+        self.done += by;
+        if self.last.elapsed() < PROGRESS_LINE_EVERY && self.done < self.total {
+            return;
+        }
+        self.last = Instant::now();
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = self.done as f64 / seconds;
+        let left = (self.total - self.done) as f64 / rate.max(1e-9);
+        eprintln!(
+            "reading messages: {}/{} ({:.0}%), {rate:.1} a second, about {:.0} s left",
+            self.done,
+            self.total,
+            100.0 * self.done as f64 / self.total.max(1) as f64,
+            left
+        );
+    }
 }
 
 fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
@@ -321,23 +446,32 @@ fn auc(m: Option<&CvMetrics>) -> String {
 }
 
 /// Per validator: every candidate's cross-validated ROC AUC, then the chosen head's metrics per
-/// language beside the prompt's own (when prompt scores were computed).
+/// language: held-out sources first (what new traffic will see), random folds beside, and the
+/// prompt's own AUC (when prompt scores were computed).
 fn print_report(t: &ValidatorTraining) {
+    let chosen = &t.chosen;
     let tried: Vec<String> = t
         .tried
         .iter()
         .map(|(layers, trained)| format!("{} {}", layers_label(layers), auc(Some(&trained.cv))))
         .collect();
     println!(
-        "{}: layer candidates (ROC AUC, 5-fold CV at the screening strength): {}",
+        "{}: layer candidates (ROC AUC, {}, at the screening strength): {}",
         t.key,
+        chosen.validation.describe(),
         tried.join(", ")
     );
+    if let Some(why) = &chosen.fallback {
+        println!("{}: cannot hold out sources ({why}); random folds", t.key);
+    }
+    let (first, second) = match chosen.validation {
+        Validation::BySource => ("sources", "random"),
+        Validation::RandomFolds => ("random", ""),
+    };
     println!(
-        "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>5} {:>5} {:>5}",
-        "validator", "lang", "rows", "pos", "prompt", "head", "P", "R", "F1"
+        "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>7}  {:>5} {:>5} {:>5}",
+        "validator", "lang", "rows", "pos", first, second, "prompt", "P", "R", "F1"
     );
-    let chosen = &t.head.training;
     let all = "all".to_string();
     for language in std::iter::once(&all).chain(chosen.cv_by_language.keys()) {
         let pick = |overall: &CvMetrics, by: &std::collections::BTreeMap<String, CvMetrics>| {
@@ -351,26 +485,33 @@ fn print_report(t: &ValidatorTraining) {
             .prompt
             .as_ref()
             .and_then(|p| pick(&p.overall, &p.by_language));
+        let random = chosen
+            .random_folds
+            .as_ref()
+            .and_then(|r| pick(&r.cv, &r.cv_by_language));
         let Some(head) = pick(&chosen.cv, &chosen.cv_by_language) else {
             continue;
         };
         println!(
-            "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>5.2} {:>5.2} {:>5.2}",
+            "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>7}  {:>5.2} {:>5.2} {:>5.2}",
             t.key,
             language,
             head.rows,
             head.positives,
-            auc(prompt.as_ref()),
             auc(Some(&head)),
+            if random.is_some() { auc(random.as_ref()) } else { String::new() },
+            auc(prompt.as_ref()),
             head.precision,
             head.recall,
             head.f1
         );
     }
     println!(
-        "{:<18} layers {}, alpha {} (head: ROC AUC 5-fold CV; P/R/F1 at 0.5)",
+        "{:<18} layers {}, alpha {} (head ROC AUC out of fold, {} folds: {}; P/R/F1 at 0.5)",
         t.key,
         t.head.features.label(),
-        chosen.alpha
+        t.head.training.alpha,
+        chosen.folds,
+        chosen.validation.describe()
     );
 }

@@ -5,7 +5,7 @@ use crate::engine::{argmax, GemmaEngine};
 use crate::error::Result;
 use crate::language_model::LanguageModel;
 use crate::model::WeightFormat;
-use crate::request::{DeviceChoice, LoadOptions};
+use crate::load_options::{DeviceChoice, LoadOptions};
 use crate::source::ResolvedModel;
 use crate::tokenizer::Segment;
 

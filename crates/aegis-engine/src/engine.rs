@@ -14,7 +14,7 @@ use crate::language_model::{
 use crate::model::{two_way_probability, Gemma3, KvCache, Output, WeightFormat};
 use crate::packing::{PackRequest, PackedBatch};
 use crate::prefix_cache::{PrefixCache, PrefixCacheStats};
-use crate::request::LoadOptions;
+use crate::load_options::LoadOptions;
 use crate::source::{ResolvedModel, WeightFiles};
 use crate::tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};
 

@@ -9,6 +9,7 @@ mod engine;
 mod error;
 mod hash;
 mod language_model;
+mod load_options;
 mod model;
 mod packing;
 mod prefix_cache;
@@ -34,7 +35,8 @@ pub use language_model::{
 };
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
 pub use prefix_cache::PrefixCacheStats;
-pub use request::{DeviceChoice, DownloadReport, LoadOptions, ModelRequest};
+pub use load_options::{DeviceChoice, LoadOptions};
+pub use request::{DownloadReport, ModelRequest};
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,
     ResolvedModel, WeightFiles, MODEL_DIR_ENV,

@@ -187,6 +187,7 @@ fn parse_csv(text: &str) -> std::result::Result<Vec<DatasetRow>, String> {
             lang: field(lang_column),
             labels,
             source: field(source_column),
+            kind: None,
         };
         check_row(&message).map_err(|p| format!("record {record_number}: {p}"))?;
         rows.push(DatasetRow {

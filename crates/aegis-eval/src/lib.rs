@@ -25,4 +25,6 @@ pub use report::{
     ScoredRow, ValidatorReport, ValidatorSummary,
 };
 pub use run::{run_info, score_rows};
-pub use threshold::{choose_threshold_for_budget, threshold_for_budget, BudgetChoice};
+pub use threshold::{
+    choose_threshold_for_budget, round_robin_folds, threshold_for_budget, BudgetChoice,
+};

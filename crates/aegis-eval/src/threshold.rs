@@ -23,6 +23,21 @@ pub struct BudgetChoice {
     pub benign_rows: usize,
 }
 
+/// Benign rows go round `folds` folds in order, and so do the other rows of each class.
+pub fn round_robin_folds(labels: &[bool], benign: &[bool], folds: usize) -> Vec<usize> {
+    let folds = folds.max(2);
+    let mut seen = [0usize; 3];
+    labels
+        .iter()
+        .zip(benign)
+        .map(|(&label, &benign)| {
+            let class = if benign { 2 } else { usize::from(label) };
+            seen[class] += 1;
+            (seen[class] - 1) % folds
+        })
+        .collect()
+}
+
 /// The lowest threshold flagging at most `budget` of `benign_scores` (a score at or above the
 /// threshold flags), rounded up to `decimals` as templates store it. `None` without benign rows.
 pub fn threshold_for_budget(benign_scores: &[f64], budget: f64, decimals: i32) -> Option<f64> {
@@ -40,29 +55,23 @@ pub fn threshold_for_budget(benign_scores: &[f64], budget: f64, decimals: i32) -
 }
 
 /// `scores` must be held out already (out-of-fold head probabilities). `benign[i]` marks rows of
-/// benign traffic (their label is false). `None` without benign rows.
+/// benign traffic (their label is false). `fold_of[i]` is the fold row `i` belongs to: the
+/// threshold picked on the other folds' benign rows is scored on it. Pass the folds the scores
+/// were made with (held-out sources, so a fold's benign rows come from sources the threshold
+/// never saw), or [`round_robin_folds`]. `None` without benign rows.
 pub fn choose_threshold_for_budget(
     scores: &[f64],
     labels: &[bool],
     benign: &[bool],
     budget: f64,
-    folds: usize,
+    fold_of: &[usize],
     decimals: i32,
 ) -> Option<BudgetChoice> {
-    let folds = folds.max(2);
+    let folds = fold_of.iter().max().map_or(1, |f| f + 1);
     let benign_of = |rows: &mut dyn Iterator<Item = usize>| -> Vec<f64> {
         rows.filter(|&i| benign[i]).map(|i| scores[i]).collect()
     };
     let threshold = threshold_for_budget(&benign_of(&mut (0..scores.len())), budget, decimals)?;
-    // Benign rows go round the folds in order, and so do the other rows of each class.
-    let mut seen = [0usize; 3];
-    let fold_of: Vec<usize> = (0..scores.len())
-        .map(|i| {
-            let class = if benign[i] { 2 } else { usize::from(labels[i]) };
-            seen[class] += 1;
-            (seen[class] - 1) % folds
-        })
-        .collect();
     let mut pooled = Confusion::default();
     let (mut benign_flagged, mut benign_rows) = (0usize, 0usize);
     for fold in 0..folds {
@@ -131,14 +140,15 @@ mod tests {
             labels.push(false);
             benign.push(false);
         }
+        let folds = round_robin_folds(&labels, &benign, 5);
         let choice =
-            choose_threshold_for_budget(&scores, &labels, &benign, 0.02, 5, 3).expect("benign");
+            choose_threshold_for_budget(&scores, &labels, &benign, 0.02, &folds, 3).expect("benign");
         assert_eq!(choice.benign_rows, 200);
         let fpr = choice.benign_false_positive_rate.expect("benign rows");
         assert!(fpr <= 0.03, "{choice:?}");
         // Positives from 0.4: those above the benign tail (about 0.49) are caught.
         let recall = choice.recall.expect("positives");
         assert!(recall > 0.75 && recall < 0.9, "{choice:?}");
-        assert!(choose_threshold_for_budget(&[0.5], &[true], &[false], 0.02, 5, 3).is_none());
+        assert!(choose_threshold_for_budget(&[0.5], &[true], &[false], 0.02, &[0], 3).is_none());
     }
 }

@@ -164,6 +164,8 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
                 f1: 0.0,
             },
             cv_by_language: Default::default(),
+            validation: Default::default(),
+            random_folds_cv: None,
         },
         weights,
         bias,

@@ -32,6 +32,10 @@ pub struct LabelledMessage {
     pub labels: BTreeMap<String, Option<bool>>,
     #[serde(default)]
     pub source: Option<String>,
+    /// For rows the project wrote: what kind of traffic they stand for (`short-reply`,
+    /// `transactional`, ...), their group in validation by source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl LabelledMessage {
@@ -43,6 +47,28 @@ impl LabelledMessage {
 
     pub fn label(&self, key: &str) -> Option<bool> {
         self.labels.get(key).copied().flatten()
+    }
+
+    /// The group validation by source keeps together: the row's source, except for rows the
+    /// project wrote (`aegis_*` sources), which form one group per language and kind (the labels
+    /// that are true, or benign), since a kind written by one author is a style of its own.
+    pub fn source_group(&self) -> String {
+        let source = self.source.as_deref().unwrap_or("(no source)");
+        if !source.starts_with("aegis_") {
+            return source.to_string();
+        }
+        let positives: Vec<&str> = self
+            .labels
+            .iter()
+            .filter(|(_, label)| **label == Some(true))
+            .map(|(key, _)| key.as_str())
+            .collect();
+        let kind = match (&self.kind, positives.is_empty()) {
+            (Some(kind), _) => kind.clone(),
+            (None, true) => "benign".to_string(),
+            (None, false) => positives.join("+"),
+        };
+        format!("{source}:{}:{kind}", self.language())
     }
 
     /// Benign traffic: labelled for something, and every label false (none unknown).
@@ -281,6 +307,8 @@ pub struct ValidatorTraining {
     pub benign: Vec<bool>,
     /// The training rows' labels, in order.
     pub labels: Vec<bool>,
+    /// Each training row's group for validation by source ([`LabelledMessage::source_group`]).
+    pub groups: Vec<String>,
 }
 
 /// How `train_validator` searches.
@@ -344,10 +372,11 @@ pub fn train_validator(
     let examples = |layers: &[usize]| -> Vec<Example> {
         rows.iter()
             .zip(&languages)
-            .map(|((_, f, label), language)| Example {
+            .map(|((m, f, label), language)| Example {
                 features: f.input(layers),
                 label: *label,
                 language: language.clone(),
+                group: m.source_group(),
             })
             .collect()
     };
@@ -403,8 +432,10 @@ pub fn train_validator(
             positives: labels.iter().filter(|&&l| l).count(),
             alpha: chosen.alpha,
             folds: chosen.folds,
+            validation: chosen.validation,
             cv: chosen.cv.clone(),
             cv_by_language: chosen.cv_by_language.clone(),
+            random_folds_cv: chosen.random_folds.as_ref().map(|r| r.cv.clone()),
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,
@@ -417,6 +448,7 @@ pub fn train_validator(
         head,
         benign: rows.iter().map(|(m, _, _)| m.is_benign()).collect(),
         labels,
+        groups: rows.iter().map(|(m, _, _)| m.source_group()).collect(),
     })
 }
 
@@ -535,5 +567,26 @@ mod tests {
             serde_json::from_str(r#"{"text":"makasih kak","labels":{"spam":false,"toxic":false}}"#)
                 .expect("valid row");
         assert!(benign.is_benign());
+    }
+
+    #[test]
+    fn authored_rows_group_by_language_and_kind_and_others_by_source() {
+        let row = |json: &str| -> LabelledMessage { serde_json::from_str(json).expect("valid row") };
+        let insult = row(
+            r#"{"text":"dasar bodoh","lang":"id","labels":{"toxic":true,"harassment":true,"spam":null},"source":"aegis_authored"}"#,
+        );
+        assert_eq!(insult.source_group(), "aegis_authored:id:harassment+toxic");
+        let thanks = row(
+            r#"{"text":"makasih","lang":"id","labels":{"toxic":false},"source":"aegis_authored"}"#,
+        );
+        assert_eq!(thanks.source_group(), "aegis_authored:id:benign");
+        let ack = row(
+            r#"{"text":"okee","lang":"id","labels":{"toxic":false},"source":"aegis_authored","kind":"short-reply"}"#,
+        );
+        assert_eq!(ack.source_group(), "aegis_authored:id:short-reply");
+        let sms = row(r#"{"text":"hi","lang":"en","labels":{"spam":false},"source":"sms_spam_collection"}"#);
+        assert_eq!(sms.source_group(), "sms_spam_collection");
+        let unknown = row(r#"{"text":"hi","labels":{"spam":false}}"#);
+        assert_eq!(unknown.source_group(), "(no source)");
     }
 }

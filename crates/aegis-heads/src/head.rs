@@ -97,6 +97,27 @@ pub struct CvMetrics {
     pub f1: f64,
 }
 
+/// How out-of-fold scores were made: folds that hold out whole sources (what a user's traffic,
+/// from sources no head saw, will see) or random stratified folds (rows of one source on both
+/// sides of a split: it rewards memorising a source, and reads higher).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Validation {
+    BySource,
+    /// Heads written before validation by source existed were measured this way.
+    #[default]
+    RandomFolds,
+}
+
+impl Validation {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::BySource => "held-out sources",
+            Self::RandomFolds => "random folds",
+        }
+    }
+}
+
 /// Where a head came from, so a reviewer can judge it and a maintainer can reproduce it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,9 +129,16 @@ pub struct TrainingRecord {
     /// L2 strength chosen by cross-validation.
     pub alpha: f64,
     pub folds: usize,
+    /// How `cv` was measured.
+    #[serde(default)]
+    pub validation: Validation,
     pub cv: CvMetrics,
     /// The same metrics per language (`id`, `en`).
     pub cv_by_language: BTreeMap<String, CvMetrics>,
+    /// Random stratified folds at the same strength, beside a by-source `cv`, to show how much a
+    /// random split overstates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_folds_cv: Option<CvMetrics>,
 }
 
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
@@ -247,6 +275,8 @@ mod tests {
                     f1: 0.89,
                 },
                 cv_by_language: BTreeMap::new(),
+                validation: Validation::BySource,
+                random_folds_cv: None,
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,

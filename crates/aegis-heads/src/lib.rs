@@ -13,7 +13,10 @@ mod train;
 
 pub use error::{HeadError, Result};
 pub use head::{
-    layers_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT,
+    layers_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
+    HEAD_FORMAT,
 };
 pub use metrics::{binary_metrics, roc_auc, BinaryMetrics};
-pub use train::{cv_metrics, metrics_by_language, train, Example, TrainOptions, Trained};
+pub use train::{
+    cv_metrics, metrics_by_language, train, Example, FoldReport, TrainOptions, Trained,
+};

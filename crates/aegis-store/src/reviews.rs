@@ -175,6 +175,7 @@ impl ReviewedExample {
             lang: Some(self.language),
             labels: self.labels,
             source: Some("review".into()),
+            kind: None,
         }
     }
 }
