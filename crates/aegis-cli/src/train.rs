@@ -336,7 +336,10 @@ fn print_sources(t: &ValidatorTraining, threshold: f64) {
         t.key,
         t.chosen.validation.describe()
     );
-    println!("  {:<58} {:>5} {:>7} {:>5} {:>8}", "source", "pos", "recall", "neg", "flagged");
+    println!(
+        "  {:<58} {:>5} {:>7} {:>5} {:>8}",
+        "source", "pos", "recall", "neg", "flagged"
+    );
     let share = |part: usize, whole: usize| {
         if whole == 0 {
             "-".to_string()
@@ -499,7 +502,11 @@ fn print_report(t: &ValidatorTraining) {
             head.rows,
             head.positives,
             auc(Some(&head)),
-            if random.is_some() { auc(random.as_ref()) } else { String::new() },
+            if random.is_some() {
+                auc(random.as_ref())
+            } else {
+                String::new()
+            },
             auc(prompt.as_ref()),
             head.precision,
             head.recall,

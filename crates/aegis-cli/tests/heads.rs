@@ -134,6 +134,59 @@ fn training_is_deterministic_end_to_end() {
     );
 }
 
+/// Rows from several sources are validated by holding whole sources out: the report leads with
+/// that figure, shows the random-fold one beside it, and says what each source scores.
+#[test]
+fn training_reports_held_out_sources_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let text = std::fs::read_to_string(fixture).expect("fixture");
+    // Three sources, each with insults and benign rows.
+    let rows: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut row: serde_json::Value = serde_json::from_str(line).expect("row");
+            row["source"] = format!("source-{}", i % 3).into();
+            row.to_string()
+        })
+        .collect();
+    let data = dir.path().join("sources.jsonl");
+    std::fs::write(&data, rows.join("\n")).expect("write");
+    let out = aegis_command(&[
+        "train",
+        "toxic",
+        "--data",
+        data.to_str().expect("path"),
+        "--layers",
+        "6",
+        "--folds",
+        "3",
+        "--dry-run",
+    ])
+    .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
+    .output()
+    .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    assert!(report.contains("held-out sources"), "{report}");
+    let header = report
+        .lines()
+        .find(|l| l.starts_with("validator"))
+        .expect("a table header");
+    let (sources, random) = (
+        header.find("sources").expect("sources column"),
+        header.find("random").expect("random column"),
+    );
+    assert!(sources < random, "held-out sources lead: {header}");
+    for source in ["source-0", "source-1", "source-2"] {
+        assert!(
+            report.lines().any(|l| l.trim_start().starts_with(source)),
+            "{source} in the per-source table: {report}"
+        );
+    }
+}
+
 #[test]
 fn reviews_join_the_training_data() {
     let dir = tempfile::tempdir().expect("tempdir");

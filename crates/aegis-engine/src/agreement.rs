@@ -4,8 +4,8 @@
 use crate::engine::{argmax, GemmaEngine};
 use crate::error::Result;
 use crate::language_model::LanguageModel;
-use crate::model::WeightFormat;
 use crate::load_options::{DeviceChoice, LoadOptions};
+use crate::model::WeightFormat;
 use crate::source::ResolvedModel;
 use crate::tokenizer::Segment;
 

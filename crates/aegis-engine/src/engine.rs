@@ -11,10 +11,10 @@ use crate::error::{EngineError, Result};
 use crate::language_model::{
     Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
 };
+use crate::load_options::LoadOptions;
 use crate::model::{two_way_probability, Gemma3, KvCache, Output, WeightFormat};
 use crate::packing::{PackRequest, PackedBatch};
 use crate::prefix_cache::{PrefixCache, PrefixCacheStats};
-use crate::load_options::LoadOptions;
 use crate::source::{ResolvedModel, WeightFiles};
 use crate::tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};
 

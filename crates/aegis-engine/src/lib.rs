@@ -33,9 +33,9 @@ pub use hash::file_sha256;
 pub use language_model::{
     Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
 };
+pub use load_options::{DeviceChoice, LoadOptions};
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
 pub use prefix_cache::PrefixCacheStats;
-pub use load_options::{DeviceChoice, LoadOptions};
 pub use request::{DownloadReport, ModelRequest};
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,

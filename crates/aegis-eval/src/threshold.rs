@@ -141,8 +141,8 @@ mod tests {
             benign.push(false);
         }
         let folds = round_robin_folds(&labels, &benign, 5);
-        let choice =
-            choose_threshold_for_budget(&scores, &labels, &benign, 0.02, &folds, 3).expect("benign");
+        let choice = choose_threshold_for_budget(&scores, &labels, &benign, 0.02, &folds, 3)
+            .expect("benign");
         assert_eq!(choice.benign_rows, 200);
         let fpr = choice.benign_false_positive_rate.expect("benign rows");
         assert!(fpr <= 0.03, "{choice:?}");

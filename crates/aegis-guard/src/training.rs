@@ -571,7 +571,8 @@ mod tests {
 
     #[test]
     fn authored_rows_group_by_language_and_kind_and_others_by_source() {
-        let row = |json: &str| -> LabelledMessage { serde_json::from_str(json).expect("valid row") };
+        let row =
+            |json: &str| -> LabelledMessage { serde_json::from_str(json).expect("valid row") };
         let insult = row(
             r#"{"text":"dasar bodoh","lang":"id","labels":{"toxic":true,"harassment":true,"spam":null},"source":"aegis_authored"}"#,
         );
@@ -584,7 +585,9 @@ mod tests {
             r#"{"text":"okee","lang":"id","labels":{"toxic":false},"source":"aegis_authored","kind":"short-reply"}"#,
         );
         assert_eq!(ack.source_group(), "aegis_authored:id:short-reply");
-        let sms = row(r#"{"text":"hi","lang":"en","labels":{"spam":false},"source":"sms_spam_collection"}"#);
+        let sms = row(
+            r#"{"text":"hi","lang":"en","labels":{"spam":false},"source":"sms_spam_collection"}"#,
+        );
         assert_eq!(sms.source_group(), "sms_spam_collection");
         let unknown = row(r#"{"text":"hi","labels":{"spam":false}}"#);
         assert_eq!(unknown.source_group(), "(no source)");

@@ -168,7 +168,8 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     // needs no calibration, and P/R/F1 are read off the by-source calibration.
     let random_folds = if validation == Validation::BySource {
         let random_fold_of = stratified_folds(&labels, options.folds.max(2));
-        let random = out_of_fold_decisions(&x, &labels, &random_fold_of, options.folds.max(2), alpha)?;
+        let random =
+            out_of_fold_decisions(&x, &labels, &random_fold_of, options.folds.max(2), alpha)?;
         let scores: Vec<f64> = random.iter().map(|d| sigmoid(slope * d + offset)).collect();
         Some(report(&scores))
     } else {
@@ -284,7 +285,8 @@ fn source_folds(
         ));
     }
     let folds = folds.min(sizes.len());
-    let mut order: Vec<(&str, usize, usize)> = sizes.iter().map(|(g, (n, p))| (*g, *n, *p)).collect();
+    let mut order: Vec<(&str, usize, usize)> =
+        sizes.iter().map(|(g, (n, p))| (*g, *n, *p)).collect();
     // Positives first (most first), then by size; the name breaks ties, so the split depends only
     // on the rows.
     order.sort_by(|a, b| b.2.cmp(&a.2).then(b.1.cmp(&a.1)).then(a.0.cmp(b.0)));
@@ -494,7 +496,9 @@ mod tests {
     #[test]
     fn source_folds_keep_both_classes_on_every_training_side() {
         // Positives come from two sources only: they must land in different folds.
-        let labels = [true, true, true, false, false, true, false, false, false, false];
+        let labels = [
+            true, true, true, false, false, true, false, false, false, false,
+        ];
         let groups = ["a", "a", "a", "a", "b", "c", "d", "d", "e", "f"];
         let (fold_of, folds) = source_folds(&labels, &groups, 5).expect("splittable");
         assert_eq!(folds, 5);
@@ -504,7 +508,10 @@ mod tests {
                 .filter(|&i| fold_of[i] != fold)
                 .map(|i| labels[i])
                 .collect();
-            assert!(train.contains(&true) && train.contains(&false), "fold {fold}");
+            assert!(
+                train.contains(&true) && train.contains(&false),
+                "fold {fold}"
+            );
         }
         // Fewer groups than folds: one fold a group.
         let (_, folds) = source_folds(&[true, false, true, false], &["a", "a", "b", "b"], 5)

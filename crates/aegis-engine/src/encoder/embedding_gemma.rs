@@ -12,8 +12,8 @@ use serde::Deserialize;
 use super::{EncoderInfo, SentenceEncoder};
 use crate::engine::batch_or_one_by_one;
 use crate::error::{EngineError, Result};
-use crate::model::{EmbeddingStorage, Gemma3, WeightFormat};
 use crate::load_options::DeviceChoice;
+use crate::model::{EmbeddingStorage, Gemma3, WeightFormat};
 use crate::source::WeightFiles;
 use crate::tokenizer::{GemmaTokenizer, Segment};
 
