@@ -7,6 +7,9 @@
 # tests, which the agree step then runs too.
 #
 #   scripts/bench-gpu.sh [agree] [bench]          # both steps when none is named
+#   scripts/bench-gpu.sh real encoder             # the real 270M's verdicts on GPU and CPU (its
+#                                                 # weights in AEGIS_MODEL_DIR); EmbeddingGemma's
+#                                                 # GPU path on a synthetic encoder
 #
 # Environment:
 #   AEGIS_BIN        the CUDA binary (default target/cuda/release/aegis)
@@ -110,6 +113,48 @@ for step in "${steps[@]}"; do
         done
         [[ "$status" == 0 ]] || { echo "bench-gpu: devices DISAGREE (see $results/agree.md)" >&2; exit 1; }
         ;;
+    real)
+        # The shipped heads on the real 270M, GPU against CPU: the same verdicts, and scores within
+        # the bf16 agreement's reach. Needs the weights in $AEGIS_MODEL_DIR (carried in slices to a
+        # machine without network; their sha256 is checked first).
+        weights="$AEGIS_MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
+        [[ -f "$weights" ]] || { echo "bench-gpu: real needs $weights" >&2; exit 1; }
+        want="$(sed -n 's/^GGUF_SHA256="\(.*\)"$/\1/p' scripts/setup-model.sh)"
+        echo "$want  $weights" | sha256sum --check | tee "$results/real.md"
+        printf '%s\n' "makasih kak" "you are a worthless idiot and everyone hates you" \
+            "Buy now!!! Limited offer, click http://cheap-pills.example to win a free iPhone" \
+            "Put all your savings into this coin today, it will 10x by Friday, trust me" \
+            "Pesanan INV-20931 sudah sampai, terima kasih ya" \
+            "dasar goblok, mati aja lo" >"$work/messages.txt"
+        for device_name in cpu "$device"; do
+            # check's exit status says whether messages failed the guard, which some here must.
+            "$aegis" check --device "$device_name" --no-history --file "$work/messages.txt" \
+                >"$work/real-${device_name/:/}.jsonl" || true
+        done
+        "$python" - "$work/real-cpu.jsonl" "$work/real-${device/:/}.jsonl" <<'PY' | tee -a "$results/real.md"
+import json, sys
+cpu, gpu = ([json.loads(line) for line in open(path)] for path in sys.argv[1:3])
+print("| message | verdict (CPU / GPU) | max score difference |")
+print("|---|---|---|")
+worst, same = 0.0, True
+for a, b in zip(cpu, gpu):
+    gap = max(abs(a["scores"][k] - b["scores"][k]) for k in a["scores"])
+    worst, same = max(worst, gap), same and a["case"] == b["case"]
+    print(f'| {a["question"][:40]} | {a["case"]} / {b["case"]} | {gap:.4f} |')
+print(f"\n{len(cpu)} messages: verdicts {'the same' if same and len(cpu) == len(gpu) else 'DIFFER'}, largest score difference {worst:.4f}")
+sys.exit(0 if same and len(cpu) == len(gpu) else 1)
+PY
+        ;;
+    encoder)
+        # EmbeddingGemma's GPU path on a synthetic folder of the real shape (the real 1.2 GB cannot
+        # be carried): GPU against CPU embeddings, and their timings, through the engine's test.
+        [[ -n "$engine_tests" ]] || { echo "bench-gpu: encoder needs the bundle's engine tests" >&2; exit 1; }
+        encoder_dir="$work/synthetic-encoder"
+        [[ -f "$encoder_dir/model.safetensors" ]] ||
+            "$python" scripts/reference/synthetic_encoder.py --tokenizer "$AEGIS_MODEL_DIR/tokenizer.json" --out "$encoder_dir"
+        AEGIS_ENCODER_DIR="$encoder_dir" "$engine_tests" --test-threads 1 --nocapture encoder::cuda:: 2>&1 \
+            | tee "$results/encoder.txt"
+        ;;
     bench)
         for shape in $shapes; do
             baseline=()
@@ -125,7 +170,7 @@ for step in "${steps[@]}"; do
         done
         ;;
     *)
-        echo "bench-gpu: unknown step $step (agree or bench)" >&2
+        echo "bench-gpu: unknown step $step (agree, bench, real or encoder)" >&2
         exit 2
         ;;
     esac

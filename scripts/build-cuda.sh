@@ -3,6 +3,8 @@
 #
 #   scripts/build-cuda.sh                         # toolkit if needed, then build for sm_90 (H100/H200)
 #   CUDA_COMPUTE_CAP=89 scripts/build-cuda.sh     # another GPU generation (80 A100, 86 RTX 30xx, 89 40xx)
+#   CUDA_RUNTIME=13 scripts/build-cuda.sh         # link CUDA 13's libraries (driver 580+, PyTorch cu130)
+#   scripts/build-cuda.sh --engine-tests          # the engine's CUDA test binary; prints its path
 #
 # Toolkit: an `nvcc` 12.x already on PATH (or in /usr/local/cuda) is used as is. Otherwise the script
 # takes CUDA 12.4 from Debian's `non-free` component: the `nvidia-cuda-toolkit`, `nvidia-cuda-dev`,
@@ -91,6 +93,39 @@ PROFILE
     rm -rf "$work"
 }
 
+# CUDA 13 runtime libraries to link against (CUDA_RUNTIME=13): NVIDIA's own PyPI wheels, the ones
+# PyTorch's cu130 builds install, pinned by sha256. Only their shared libraries are kept, each with
+# the unversioned name the linker looks for, in a folder laid out like a toolkit's lib64 so that it
+# can stand as CUDA_HOME for cudarc's link search.
+cuda13_libs="$cache/cuda13-libs"
+fetch_cuda13_libs() {
+    [[ -f "$cuda13_libs/.complete" ]] && return
+    local work
+    work="$(mktemp -d)"
+    echo "build-cuda: fetching cuBLAS, NVRTC, cuRAND and the runtime of CUDA 13.0 from PyPI (about 600 MiB, once)" >&2
+    cat >"$work/requirements.txt" <<'REQ'
+nvidia-cublas==13.0.2.14 --hash=sha256:0cf238ffdbe46c00cb9aa98e7bca745c223a5ca5a53e686ac8b3e5a08fe80d6c
+nvidia-cuda-nvrtc==13.0.88 --hash=sha256:ad9b6d2ead2435f11cbb6868809d2adeeee302e9bb94bcf0539c7a40d80e8575
+nvidia-cuda-runtime==13.0.96 --hash=sha256:7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548
+nvidia-curand==10.4.5.25 --hash=sha256:22bb226a857e5888fe6b54ae465fc4371296bcff13a35f79e19691bcf454f529
+REQ
+    "${PYTHON:-python3}" -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+        --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+        --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 \
+        -r "$work/requirements.txt" -d "$work/wheels"
+    local lib64="$cuda13_libs.partial/lib64"
+    rm -rf "$cuda13_libs.partial" && mkdir -p "$lib64"
+    for wheel in "$work"/wheels/*.whl; do
+        unzip -q -j -o "$wheel" 'nvidia/cu13/lib/*.so*' -d "$lib64"
+    done
+    for lib in cublas cublasLt nvrtc cudart; do ln -sf "lib$lib.so.13" "$lib64/lib$lib.so"; done
+    ln -sf libcurand.so.10 "$lib64/libcurand.so"
+    touch "$cuda13_libs.partial/.complete"
+    rm -rf "$cuda13_libs" && mv "$cuda13_libs.partial" "$cuda13_libs"
+    rm -rf "$work"
+}
+
 if ! nvcc="$(find_nvcc)"; then
     command -v dpkg-deb >/dev/null && command -v xz >/dev/null && command -v gpgv >/dev/null || {
         echo "build-cuda: no CUDA 12 nvcc found, and unpacking Debian's needs dpkg-deb, xz and gpgv;" \
@@ -105,7 +140,33 @@ export PATH="$cuda_home/bin:$PATH" CUDA_HOME="$cuda_home" CUDA_PATH="$cuda_home"
 export LIBRARY_PATH="$cuda_home/lib64:$cuda_home/lib64/stubs${LIBRARY_PATH:+:$LIBRARY_PATH}"
 echo "build-cuda: $("$nvcc" --version | grep release) ($cuda_home)" >&2
 
+# The CUDA runtime the binary links: 12 (libcublas.so.12 and friends, a CUDA 12 install) or 13
+# (a CUDA 13 install, or PyTorch's cu130 wheels). One binary cannot serve both: the libraries'
+# symbols are versioned by major. nvcc 12.4 builds the kernels either way (PTX and sm_90a code,
+# which newer drivers run); only the libraries linked and cudarc's bindings differ.
+case "${CUDA_RUNTIME:-12}" in
+12) ;;
+13)
+    fetch_cuda13_libs
+    # The driver's link-time stand-in is the same for both.
+    cp -n "$cuda_home/lib64/stubs/libcuda.so" "$cuda13_libs/lib64/"
+    export CUDARC_CUDA_VERSION=13000 CUDA_HOME="$cuda13_libs" CUDA_PATH="$cuda13_libs"
+    export LIBRARY_PATH="$cuda13_libs/lib64:$LIBRARY_PATH"
+    ;;
+*)
+    echo "build-cuda: CUDA_RUNTIME must be 12 or 13" >&2
+    exit 2
+    ;;
+esac
+
 export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}"
 export CARGO_TARGET_DIR="${CUDA_TARGET_DIR:-target/cuda}"
+if [[ "${1:-}" == --engine-tests ]]; then
+    # The engine's integration-test binary, for scripts/pack-gpu.sh: its path on standard output.
+    cargo test --release --locked -p aegis-engine --features cuda --no-run --message-format=json-render-diagnostics \
+        | sed -n 's/.*"executable":"\([^"]*\/tests-[^"]*\)".*/\1/p' | tail -n 1
+    exit
+fi
 cargo build --release --locked -p aegis-cli --features cuda "$@"
-echo "build-cuda: built $CARGO_TARGET_DIR/release/aegis for compute capability $CUDA_COMPUTE_CAP" >&2
+echo "build-cuda: built $CARGO_TARGET_DIR/release/aegis for compute capability $CUDA_COMPUTE_CAP" \
+    "and the CUDA ${CUDA_RUNTIME:-12} runtime" >&2

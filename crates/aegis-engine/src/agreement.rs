@@ -9,40 +9,33 @@ use crate::model::WeightFormat;
 use crate::source::ResolvedModel;
 use crate::tokenizer::Segment;
 
-/// How far a candidate's logits may stray from the reference's, as a fraction of the largest
-/// reference logit (logit scales differ by model; a relative bound means the same for each).
+/// How far a candidate's logits may stray from the reference's (always the CPU in f32: the exact
+/// computation, quantized blocks dequantized), as a fraction of the largest reference logit (logit
+/// scales differ by model; a relative bound means the same for each).
 ///
 /// - f32: both sides round at f32 and differ only in summation order (cuBLAS vs gemm blocking),
 ///   ~1e-6 per operation over a few hundred operations in depth: 1e-3 is generous and still
 ///   catches a wrong mask, RoPE table or cache offset, which move logits by tens of percent.
-/// - bf16: 8 mantissa bits (relative step 2^-8 = 0.4%) on weights and every activation, and the
-///   error grows with depth and prompt length. Measured CPU bf16 against CPU f32 (`aegis model
-///   agree --device cpu --weights bf16`): real 270M 1.5%, 2.6%, 4.3% on 12, 256, 768 tokens;
-///   synthetic 1B 2.2%, 3.8%, 5.5%. So a GPU's bf16 is held to twice the CPU's own bf16 error on
-///   the same prompt (`calibrated`), never over this ceiling of 15%.
-/// - quantized: the reference is the same blocks on the CPU; the sides quantize activations
-///   differently (q8_1 on CUDA, q8_0/q8_K on the CPU), so between the two above.
-fn tolerance(format: WeightFormat) -> f32 {
+///   Measured on an H100: 2e-7 (real 270M) to 3e-6 (synthetic 4B).
+/// - bf16 and quantized: a ceiling of 15%. On another device such a candidate is held to twice the
+///   CPU's own error in that format on the same prompt (`calibrated`), because that error depends
+///   on the model, its depth and the prompt's length. bf16 rounds weights and every activation to
+///   8 mantissa bits: CPU bf16 against f32 measured 1.5%, 2.6%, 4.3% (real 270M, 12/256/768
+///   tokens). Quantized weights are the same blocks on both sides, but each side quantizes
+///   activations its own way before the block products (q8_1 on CUDA, q8_0/q8_K on the CPU): the
+///   two land 2.3% to 5.9% apart on an H100 (real 270M and synthetic shapes), which a fixed 3%
+///   wrongly failed.
+fn ceiling(format: WeightFormat) -> f32 {
     match format {
         WeightFormat::F32 => 1e-3,
-        WeightFormat::Bf16 => 0.15,
-        WeightFormat::Quantized => 3e-2,
+        WeightFormat::Bf16 | WeightFormat::Quantized => 0.15,
     }
 }
 
-/// A bf16 candidate's tolerance given the CPU's own bf16 error on the same prompt: twice it (two
-/// devices rounding in different orders), at least 1%, at most the format's ceiling.
-fn calibrated(cpu_bf16_relative: f32) -> f32 {
-    (2.0 * cpu_bf16_relative).clamp(1e-2, tolerance(WeightFormat::Bf16))
-}
-
-/// The format the reference side runs in for a candidate format: the exact f32 computation,
-/// except for quantized blocks, which only a quantized reference holds bit for bit.
-fn reference_format(candidate: WeightFormat) -> WeightFormat {
-    match candidate {
-        WeightFormat::Quantized => WeightFormat::Quantized,
-        WeightFormat::F32 | WeightFormat::Bf16 => WeightFormat::F32,
-    }
+/// A candidate's tolerance given the CPU's own error in the candidate's format on the same prompt:
+/// twice it (two devices rounding in different orders), at least 1%, at most the format's ceiling.
+fn calibrated(format: WeightFormat, cpu_own_relative: f32) -> f32 {
+    (2.0 * cpu_own_relative).clamp(1e-2, ceiling(format))
 }
 
 /// One prompt's comparison.
@@ -54,8 +47,8 @@ pub struct LogitAgreement {
     pub max_abs_reference: f32,
     /// `max_abs_diff / max_abs_reference`: what the tolerance bounds.
     pub relative: f32,
-    /// The CPU's own error in the candidate's format (bf16 on another device), which set the
-    /// tolerance.
+    /// The CPU's own error in the candidate's format (bf16 or quantized on another device), which
+    /// set the tolerance.
     pub cpu_same_format_relative: Option<f32>,
     /// Both sides pick the same most likely next token.
     pub same_top_token: bool,
@@ -100,9 +93,9 @@ impl AgreementReport {
     }
 }
 
-/// Loads `resolved` as `options` ask (the candidate), on the CPU in the reference format, and for
-/// bf16 on another device on the CPU in bf16 too (the calibration); then compares last-position
-/// logits on short, medium and past-the-window prompts.
+/// Loads `resolved` as `options` ask (the candidate), on the CPU in f32 (the reference), and for
+/// bf16 or quantized weights on another device on the CPU in that format too (the calibration);
+/// then compares last-position logits on short, medium and past-the-window prompts.
 pub fn check_devices(resolved: &ResolvedModel, options: &LoadOptions) -> Result<AgreementReport> {
     let candidate = GemmaEngine::load(resolved, options)?;
     let format = candidate.weight_format();
@@ -116,9 +109,11 @@ pub fn check_devices(resolved: &ResolvedModel, options: &LoadOptions) -> Result<
             },
         )
     };
-    let reference = on_cpu(reference_format(format))?;
+    let reference = on_cpu(WeightFormat::F32)?;
     let calibration = match format {
-        WeightFormat::Bf16 if !candidate.model().device().is_cpu() => Some(on_cpu(format)?),
+        WeightFormat::Bf16 | WeightFormat::Quantized if !candidate.model().device().is_cpu() => {
+            Some(on_cpu(format)?)
+        }
         _ => None,
     };
     let prompts = agreement_prompts(&candidate)?
@@ -126,11 +121,11 @@ pub fn check_devices(resolved: &ResolvedModel, options: &LoadOptions) -> Result<
         .map(|(label, ids)| {
             let want = reference.last_logits(ids)?;
             let got = candidate.last_logits(ids)?;
-            let mut result = measure(label, ids.len(), &want, &got, tolerance(format));
+            let mut result = measure(label, ids.len(), &want, &got, ceiling(format));
             if let Some(cpu) = &calibration {
                 let own = measure(label, ids.len(), &want, &cpu.last_logits(ids)?, 0.0).relative;
                 result.cpu_same_format_relative = Some(own);
-                result.tolerance = calibrated(own);
+                result.tolerance = calibrated(format, own);
             }
             Ok(result)
         })
@@ -213,17 +208,11 @@ mod tests {
             3,
             &want,
             &[10.005, -4.0, 2.0],
-            tolerance(WeightFormat::F32),
+            ceiling(WeightFormat::F32),
         );
         assert!(close.passes() && close.same_top_token);
         assert!((close.relative - 0.0005).abs() < 1e-5);
-        let far = measure(
-            "b",
-            3,
-            &want,
-            &[9.0, -4.0, 2.0],
-            tolerance(WeightFormat::F32),
-        );
+        let far = measure("b", 3, &want, &[9.0, -4.0, 2.0], ceiling(WeightFormat::F32));
         assert!(!far.passes());
         assert!(
             measure(
@@ -231,7 +220,7 @@ mod tests {
                 3,
                 &want,
                 &[9.0, -4.0, 2.0],
-                tolerance(WeightFormat::Bf16)
+                ceiling(WeightFormat::Bf16)
             )
             .relative
                 > 0.09
@@ -239,15 +228,17 @@ mod tests {
     }
 
     #[test]
-    fn a_gpus_bf16_is_held_to_twice_the_cpus_own_error_within_bounds() {
-        assert_eq!(calibrated(0.03), 0.06);
-        assert_eq!(calibrated(0.0), 0.01);
-        assert_eq!(calibrated(0.5), tolerance(WeightFormat::Bf16));
+    fn another_devices_bf16_or_quantized_is_held_to_twice_the_cpus_own_error_within_bounds() {
+        for format in [WeightFormat::Bf16, WeightFormat::Quantized] {
+            assert_eq!(calibrated(format, 0.03), 0.06);
+            assert_eq!(calibrated(format, 0.0), 0.01);
+            assert_eq!(calibrated(format, 0.5), ceiling(format));
+        }
     }
 
     #[test]
     fn nan_and_length_mismatch_fail() {
-        let t = tolerance(WeightFormat::Bf16);
+        let t = ceiling(WeightFormat::Bf16);
         assert!(!measure("nan", 2, &[1.0, 2.0], &[f32::NAN, 2.0], t).passes());
         assert!(!measure("short", 2, &[1.0, 2.0], &[1.0], t).passes());
     }

@@ -1,6 +1,6 @@
 //! Synthetic models through the real loader, and agreement between weight formats and devices.
 //! The CPU tests run everywhere; the CUDA ones are compiled only with `--features cuda` and need a
-//! GPU (see scripts/gpu-check.sh, which runs them on one).
+//! GPU (scripts/bench-gpu.sh runs them on one, from the bundle scripts/pack-gpu.sh makes).
 
 use std::path::{Path, PathBuf};
 

@@ -123,3 +123,68 @@ fn control_token_spellings_stay_text_and_oversized_input_is_refused() {
         "one text's error leaves the other alone"
     );
 }
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    use super::*;
+
+    /// Cosine similarity of two embeddings, in f64.
+    fn cosine(a: &[f32], b: &[f32]) -> f64 {
+        let dot: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| f64::from(x) * f64::from(y))
+            .sum();
+        let norm = |v: &[f32]| v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+        dot / (norm(a) * norm(b))
+    }
+
+    /// The GPU runs the layers in bf16 with a dense bf16 embedding, the CPU in f32 with 8-bit
+    /// embedding rows: their embeddings differ by bf16's rounding through 24 layers. A head is a
+    /// dot product with the embedding, so what it sees is the direction: it must stay within
+    /// 0.99 cosine. A real fault (a wrong mask, RoPE or pooling on one side) lands far below.
+    #[test]
+    fn gpu_embeddings_agree_with_the_cpu() {
+        let folder = default_encoder_dir();
+        let gpu = EmbeddingGemma::load(&folder, DeviceChoice::Cuda(0)).expect("loads on the GPU");
+        assert_eq!(gpu.info().device, "cuda:0");
+        let mut texts: Vec<String> = fixture().cases.into_iter().map(|c| c.text).collect();
+        texts.push("makasih kak, pesanan INV-20931 sudah sampai ".repeat(70));
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let on_cpu = encoder().embed_batch(&texts);
+        let on_gpu = gpu.embed_batch(&texts);
+        for ((text, cpu), gpu) in texts.iter().zip(on_cpu).zip(on_gpu) {
+            let (cpu, gpu) = (
+                cpu.expect("embeds on the CPU"),
+                gpu.expect("embeds on the GPU"),
+            );
+            let similarity = cosine(&cpu, &gpu);
+            let short: String = text.chars().take(40).collect();
+            eprintln!("{short:?}: cosine(cpu, gpu) {similarity:.6}");
+            assert!(similarity >= 0.99, "{short:?}: cosine {similarity:.6}");
+        }
+        // Figures for the README's GPU section (printed, never asserted): the median of warm
+        // single-text embeddings, short and about a thousand tokens.
+        for (name, text) in [
+            ("short", "makasih kak, paketnya sudah sampai"),
+            ("long", texts[texts.len() - 1]),
+        ] {
+            let tokens = gpu.tokens(text).expect("tokenises").len();
+            for (device, encoder) in [("cuda:0", &gpu as &EmbeddingGemma), ("cpu", encoder())] {
+                encoder.embed_batch(&[text]);
+                let mut ms: Vec<f64> = (0..9)
+                    .map(|_| {
+                        let started = std::time::Instant::now();
+                        encoder.embed_batch(&[text]).remove(0).expect("embeds");
+                        started.elapsed().as_secs_f64() * 1e3
+                    })
+                    .collect();
+                ms.sort_by(f64::total_cmp);
+                eprintln!(
+                    "encoder timing: {name} ({tokens} tokens) on {device}: p50 {:.1} ms",
+                    ms[4]
+                );
+            }
+        }
+    }
+}
