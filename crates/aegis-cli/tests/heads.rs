@@ -41,6 +41,53 @@ fn shipped_heads_rank_the_obvious_cases() {
     assert_eq!(both.matches("      - ").count(), 0, "{both}");
 }
 
+/// Everyday messages of the kinds the heads once flagged on unseen traffic (issue "Verdicts that
+/// hold on traffic nobody here wrote"), written for this test and in no training file: short
+/// acknowledgements and customer-service messages with an order number and a link pass every
+/// validator in each language, and a clear insult in each language fails toxic.
+#[test]
+fn everyday_messages_pass_and_clear_insults_fail_in_each_language() {
+    let passing = [
+        "ok thanks!",
+        "sounds good, see you then",
+        "oke makasih ya",
+        "sip, ditunggu kabarnya",
+        "Hi, my order #A-558210 hasn't arrived yet, the tracking page \
+         https://track.example.com/A-558210 says it left the warehouse last week. Can you check?",
+        "Kak, pesanan no. 230915-KX77 belum sampai, resinya JX9981 bisa dicek di \
+         https://cekresi.example.id ya",
+    ];
+    let insults = [
+        "you are a pathetic moron and nobody wants you here",
+        "dasar tolol, otak kamu di dengkul ya",
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("messages.txt");
+    let lines: Vec<&str> = passing.iter().chain(&insults).copied().collect();
+    std::fs::write(&file, lines.join("\n")).expect("write messages");
+    let out = aegis(&["check", "--no-history", "--file", &file.to_string_lossy()]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    let results: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSONL"))
+        .collect();
+    assert_eq!(results.len(), lines.len());
+    for result in &results {
+        let text = result["question"].as_str().expect("question");
+        if passing.contains(&text) {
+            assert_eq!(result["case"], "aman", "{text:?}: {}", result["scores"]);
+        } else {
+            let toxic = result["execution_per_step"]
+                .as_array()
+                .expect("steps")
+                .iter()
+                .find(|step| step["step"] == "toxic")
+                .expect("toxic step");
+            assert_eq!(toxic["status"], "failed", "{text:?}: {}", result["scores"]);
+        }
+    }
+}
+
 #[test]
 fn a_head_for_another_model_is_refused_with_a_warning() {
     let dir = tempfile::tempdir().expect("tempdir");
