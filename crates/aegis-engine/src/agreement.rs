@@ -23,7 +23,7 @@ use crate::tokenizer::Segment;
 ///   8 mantissa bits: CPU bf16 against f32 measured 1.5%, 2.6%, 4.3% (real 270M, 12/256/768
 ///   tokens). Quantized weights are the same blocks on both sides, but each side quantizes
 ///   activations its own way before the block products (q8_1 on CUDA, q8_0/q8_K on the CPU): the
-///   two land 2.3% to 5.9% apart on an H100 (real 270M and synthetic shapes), which a fixed 3%
+///   two land 1.7% to 5.9% apart on an H100 (real 270M and synthetic shapes), which a fixed 3%
 ///   wrongly failed.
 fn ceiling(format: WeightFormat) -> f32 {
     match format {
