@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/setup-model.sh >/dev/null
-# EmbeddingGemma-300M, for the encoder's reference test against its NumPy oracle.
+# EmbeddingGemma-300M: the shipped heads read it, and its reference test checks it against its
+# NumPy oracle.
 bash scripts/setup-encoder.sh >/dev/null
 # llama.cpp's server, for the remote backend's tests against a real inference server.
 AEGIS_LLAMA_SERVER="$(bash scripts/setup-llama-server.sh)"

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use aegis_engine::ModelRequest;
+use aegis_guard::RejectionMode;
+use aegis_runtime::HeadsRead;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConsoleError;
@@ -21,8 +23,15 @@ pub struct Settings {
     /// A shared model server (llama.cpp's `llama-server` or vLLM) to run the guard's model on
     /// instead of `model`, e.g. http://gpu-box:8000; empty runs the model here.
     pub backend: String,
+    /// What learned heads read: "embeddinggemma" (EmbeddingGemma-300M, the shipped heads in
+    /// `prompt_guard/heads/`), "decoder" (the model's hidden states, heads in
+    /// `prompt_guard/heads/decoder/`; no second download), a sentence-transformers folder or a
+    /// hub id. Heads trained for another encoder are refused and their prompts decide.
+    pub encoder: String,
     /// The validator templates; the shipped `prompt_guard/` when empty.
     pub prompts_dir: String,
+    /// Have the model write each rejection message (slower); else the templates' own.
+    pub generate_rejection: bool,
     /// "auto" (the message's language), "id" or "en".
     pub rejection_language: String,
     /// Passed verdicts this close to a threshold join the review queue.
@@ -49,7 +58,9 @@ impl Default for Settings {
             device: "auto".into(),
             weights: "auto".into(),
             backend: String::new(),
+            encoder: aegis_runtime::DEFAULT_HEADS_READ.into(),
             prompts_dir: String::new(),
+            generate_rejection: false,
             rejection_language: "auto".into(),
             review_margin: 0.15,
             reviewer: "reviewer".into(),
@@ -93,6 +104,7 @@ impl Settings {
             );
         }
         self.model_request(&self.model)?;
+        self.heads_read()?;
         if let Some(url) = self.backend_url() {
             aegis_remote::check_server_url(url).map_err(ConsoleError::Invalid)?;
         }
@@ -114,6 +126,15 @@ impl Settings {
             aegis_guard::find_prompts_dir(Some(Path::new(prompts)), None)?;
         }
         Ok(())
+    }
+
+    /// What the heads read, as the guard's one setup takes it.
+    pub fn heads_read(&self) -> Result<HeadsRead, ConsoleError> {
+        HeadsRead::parse(&self.encoder).map_err(|e| ConsoleError::Invalid(e.to_string()))
+    }
+
+    pub fn rejection_mode(&self) -> RejectionMode {
+        RejectionMode::chosen(self.generate_rejection)
     }
 
     /// The model server to use, if one is set.
@@ -206,6 +227,16 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(server.validate().ok(), Some(()));
+        let no_encoder = Settings {
+            encoder: " ".into(),
+            ..Settings::default()
+        };
+        assert!(no_encoder.validate().is_err());
+        let decoder = Settings {
+            encoder: "decoder".into(),
+            ..Settings::default()
+        };
+        assert_eq!(decoder.heads_read().ok(), Some(HeadsRead::Decoder));
         assert_eq!(server.backend_url(), Some("http://127.0.0.1:8080"));
     }
 }

@@ -5,11 +5,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use aegis_engine::{
-    resolve_encoder, DeviceChoice, DownloadReport, EmbeddingGemma, EncoderSpec, GemmaEngine,
-    HubOptions, LanguageModel, LoadOptions, ModelRequest, ResolvedModel, SentenceEncoder,
+    DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
+    SentenceEncoder,
 };
 use aegis_guard::{find_prompts_dir, Guard, GuardError, RejectionMode};
-use aegis_remote::RemoteModel;
+use aegis_runtime::{BuiltGuard, GuardSetup, HeadsRead, ModelSource};
 use anyhow::{Context, Result};
 
 #[derive(Debug, clap::Args)]
@@ -43,11 +43,12 @@ pub struct GuardArgs {
     /// and tokenised here; learned heads cannot run on it, so the prompts decide.
     #[arg(long, env = "AEGIS_BACKEND")]
     pub backend: Option<String>,
-    /// What learned heads read: `decoder` (the model's hidden states), `embeddinggemma`
-    /// (EmbeddingGemma-300M's sentence embedding, from scripts/setup-encoder.sh or the hub), a
-    /// sentence-transformers folder, or a hub id such as google/embeddinggemma-300m. Heads
-    /// trained on another encoder are refused with a warning.
-    #[arg(long, env = "AEGIS_ENCODER", default_value = "decoder")]
+    /// What learned heads read: `embeddinggemma` (EmbeddingGemma-300M's sentence embedding,
+    /// from scripts/setup-encoder.sh or the hub; the shipped heads in prompt_guard/heads/),
+    /// `decoder` (the model's hidden states; no second download, heads in
+    /// prompt_guard/heads/decoder/), a sentence-transformers folder, or a hub id such as
+    /// google/embeddinggemma-300m. Heads trained on another encoder are refused with a warning.
+    #[arg(long, env = "AEGIS_ENCODER", default_value = aegis_runtime::DEFAULT_HEADS_READ)]
     pub encoder: String,
     #[arg(skip)]
     loaded_encoder: LoadedEncoder,
@@ -112,22 +113,32 @@ impl GuardArgs {
         Ok(find_prompts_dir(self.prompts.as_deref(), None)?)
     }
 
-    pub fn load(&self) -> Result<Guard> {
+    /// What the flags ask for, as the one description every front end builds its guard from.
+    pub fn setup(&self) -> Result<GuardSetup> {
         // The folder first: a missing one should not wait for the model to load.
         let prompts = self.prompts_dir()?;
-        let model: Arc<dyn LanguageModel> = match &self.backend {
-            Some(url) => Arc::new(
-                RemoteModel::connect_with_cached_tokenizer(url)
-                    .with_context(|| format!("connecting to the model server at {url}"))?,
-            ),
-            None => Arc::new(self.model.load_with_files(self.encoder_chosen())?.0),
+        let model = match &self.backend {
+            Some(url) => ModelSource::Server(url.clone()),
+            None => ModelSource::Local(self.model.request()?),
         };
-        self.guard_on(model, &prompts)
+        Ok(GuardSetup {
+            model,
+            heads_read: HeadsRead::parse(&self.encoder)?,
+            prompts,
+            rejection: RejectionMode::chosen(self.generate_rejection),
+            language: None,
+        })
+    }
+
+    pub fn load(&self) -> Result<Guard> {
+        let setup = self.setup()?;
+        let model = setup.load_model()?;
+        self.report(setup.guard_on(model, self.load_encoder()?, &setup.prompts)?)
     }
 
     /// Whether heads read a sentence encoder rather than the model's hidden states.
     pub fn encoder_chosen(&self) -> bool {
-        self.encoder != "decoder"
+        self.encoder.trim() != "decoder"
     }
 
     /// The sentence encoder `--encoder` names, loaded once however many guards use it (`aegis
@@ -136,52 +147,28 @@ impl GuardArgs {
         if let Some(loaded) = self.loaded_encoder.0.get() {
             return Ok(loaded.clone());
         }
-        let loaded = self.read_encoder()?;
+        let loaded = self.setup()?.load_encoder()?;
         Ok(self.loaded_encoder.0.get_or_init(|| loaded).clone())
-    }
-
-    fn read_encoder(&self) -> Result<Option<Arc<dyn SentenceEncoder>>> {
-        if !self.encoder_chosen() {
-            return Ok(None);
-        }
-        let spec = EncoderSpec::parse(&self.encoder)?;
-        let hub = HubOptions {
-            offline: self.model.offline,
-            progress: true,
-            ..HubOptions::default()
-        };
-        let folder = resolve_encoder(&spec, &hub)
-            .with_context(|| format!("finding the encoder {:?}", self.encoder))?;
-        let device: DeviceChoice = self.model.device.parse()?;
-        let encoder = EmbeddingGemma::load(&folder, device)
-            .with_context(|| format!("loading the encoder in {}", folder.display()))?;
-        Ok(Some(Arc::new(encoder)))
     }
 
     /// A guard from the templates in `dir` on an already loaded model (one model can serve
     /// several template sets, as `aegis eval --compare` does).
     pub fn guard_on(&self, model: Arc<dyn LanguageModel>, dir: &Path) -> Result<Guard> {
-        let encoder = self.load_encoder()?;
-        // Heads on an encoder run here whatever serves the model.
-        let heads_unavailable =
-            aegis_guard::heads_unavailable(model.info()).filter(|_| encoder.is_none());
-        let (guard, problems) = Guard::from_dir_with_encoder(model, encoder, dir)?;
-        if let Some(reason) = &heads_unavailable {
+        let built = self.setup()?.guard_on(model, self.load_encoder()?, dir)?;
+        self.report(built)
+    }
+
+    /// Says on stderr what the built guard could not use.
+    fn report(&self, built: BuiltGuard) -> Result<Guard> {
+        if let Some(reason) = &built.heads_unavailable {
             eprintln!("note: {reason}; each validator's prompt decides");
         }
-        for problem in problems {
+        for problem in built.problems_to_report() {
             match problem {
-                // Said once above for every head.
-                GuardError::HeadRefused { .. } if heads_unavailable.is_some() => {}
                 GuardError::HeadRefused { .. } => eprintln!("warning: {problem}"),
                 _ => eprintln!("warning: template refused: {problem}"),
             }
         }
-        let mode = if self.generate_rejection {
-            RejectionMode::Generated { max_tokens: 48 }
-        } else {
-            RejectionMode::Templated
-        };
-        Ok(guard.with_rejection(mode))
+        Ok(built.guard)
     }
 }

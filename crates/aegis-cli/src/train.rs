@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use aegis_guard::{
-    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures,
-    ValidatorTraining, HEADS_DIR,
+    heads_dir, message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
+    MessageFeatures, ValidatorTraining,
 };
 use aegis_heads::{layers_label, CvMetrics, TrainOptions, Validation};
 use anyhow::{bail, Context, Result};
@@ -196,16 +196,18 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     };
     let out_dir = match &args.out {
         Some(dir) => dir.clone(),
-        None => args.guard.prompts_dir()?.join(HEADS_DIR),
+        None => heads_dir(&args.guard.prompts_dir()?, guard.encoder().is_some()),
     };
     for key in &keys {
-        let trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
+        let mut trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
         print_report(&trained);
         let threshold = if args.tune_thresholds {
             tune_threshold(&guard, &trained, args.benign_budget, args.dry_run)?
         } else {
             None
         };
+        // The head keeps the threshold tuned with it (three decimals, as templates write them).
+        trained.head.training.threshold = threshold.map(|t| (t * 1000.0).round() / 1000.0);
         let threshold = threshold.or_else(|| {
             guard
                 .validators()
@@ -300,7 +302,13 @@ fn tune_threshold(
         text(choice.precision),
         text(choice.f1),
     );
-    if !dry_run && (f64::from(validator.threshold) - choice.threshold).abs() > 1e-4 {
+    // The template's threshold belongs to the default heads, on the sentence encoder; heads on
+    // the model's hidden states decide at the threshold their own file records.
+    let template_follows = guard.encoder().is_some();
+    if !dry_run
+        && template_follows
+        && (f64::from(validator.threshold) - choice.threshold).abs() > 1e-4
+    {
         let content = validator.content_with_threshold(choice.threshold as f32)?;
         std::fs::write(&validator.path, content)
             .with_context(|| format!("cannot write {}", validator.path.display()))?;

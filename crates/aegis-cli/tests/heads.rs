@@ -122,7 +122,7 @@ fn a_head_for_another_model_is_refused_with_a_warning() {
         err.contains("spam.json: head not used, the prompt's score decides"),
         "{err}"
     );
-    assert!(err.contains("trained for model"), "{err}");
+    assert!(err.contains("trained for encoder"), "{err}");
     let table = stdout(&out);
     let line = |key: &str| {
         table
@@ -148,6 +148,8 @@ fn training_is_deterministic_end_to_end() {
             data.to_str().expect("path"),
             "--folds",
             "3",
+            "--encoder",
+            "decoder",
             "--layers",
             "6,8+10",
             "--out",
@@ -205,6 +207,8 @@ fn training_reports_held_out_sources_first() {
         "toxic",
         "--data",
         data.to_str().expect("path"),
+        "--encoder",
+        "decoder",
         "--layers",
         "6",
         "--folds",
@@ -295,15 +299,63 @@ fn reviews_join_the_training_data() {
     assert_eq!(rows[2], "13", "12 fixture rows and the reviewed one: {all}");
 }
 
-/// The shipped heads read the 270M's hidden states: with EmbeddingGemma chosen they are refused,
-/// each with a warning naming the way out, and the prompts decide; the encoder really loads.
+/// The shipped heads read EmbeddingGemma; the 270M's own heads ship beside them in
+/// `heads/decoder/`: `--encoder decoder` runs them at the thresholds tuned with them, and a
+/// decoder head put where the encoder's heads live is refused with the way out, the prompt
+/// deciding instead.
 #[test]
-fn heads_for_the_decoder_are_refused_when_the_encoder_is_chosen() {
+fn each_reader_runs_its_own_heads_and_refuses_the_others() {
     let out = aegis(&[
         "check",
         "--no-history",
         "--encoder",
-        "embeddinggemma",
+        "decoder",
+        "dasar goblok kamu anjing",
+    ]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let decoder_head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("prompt_guard/heads/decoder/toxic.json"))
+            .expect("the decoder's toxic head"),
+    )
+    .expect("JSON");
+    let tuned = decoder_head["training"]["threshold"]
+        .as_f64()
+        .expect("a tuned threshold");
+    let table = stdout(&out);
+    let toxic: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("toxic "))
+        .expect("a toxic line")
+        .split_whitespace()
+        .collect();
+    // validator, score, by, prompt, threshold, verdict
+    assert_eq!(toxic[2], "head", "{table}");
+    assert_eq!(toxic[5], "FAILED", "{table}");
+    let threshold: f64 = toxic[4].parse().expect("threshold");
+    assert!((threshold - tuned).abs() < 1e-6, "{threshold} vs {tuned}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
+    let shipped = repo_root().join("prompt_guard");
+    for key in ["spam", "toxic", "harassment", "financial_advice"] {
+        std::fs::copy(
+            shipped.join(format!("{key}.txt")),
+            prompts.join(format!("{key}.txt")),
+        )
+        .expect("copy template");
+        std::fs::copy(
+            shipped.join(format!("heads/decoder/{key}.json")),
+            prompts.join(format!("heads/{key}.json")),
+        )
+        .expect("copy head");
+    }
+    let out = aegis(&[
+        "check",
+        "--no-history",
+        "--prompts",
+        prompts.to_str().expect("path"),
         "halo kak, apa kabar?",
     ]);
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::error::{GuardError, Result};
 use crate::heads::{
-    check_binding, embedding_read, encoding_prompt, head_input, layers_read, load_heads, HEADS_DIR,
+    check_binding, embedding_read, encoding_prompt, head_input, head_path, layers_read, load_heads,
 };
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
@@ -104,6 +104,18 @@ pub enum RejectionMode {
     Generated { max_tokens: usize },
 }
 
+impl RejectionMode {
+    /// Generated (at most 48 tokens: two short sentences) when `generate`, else templated: what
+    /// a front end's "generate rejection messages" switch means.
+    pub fn chosen(generate: bool) -> Self {
+        if generate {
+            Self::Generated { max_tokens: 48 }
+        } else {
+            Self::Templated
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Guard {
     model: Arc<dyn LanguageModel>,
@@ -181,16 +193,39 @@ impl Guard {
             encoder.as_ref().map(|e| e.info()),
         );
         errors.extend(warnings);
+        let mut validators = validators;
+        if encoder.is_none() {
+            // The templates' thresholds are tuned for the default heads on the sentence encoder;
+            // a head on the hidden states carries the one tuned with it.
+            for (validator, head) in validators.iter_mut().zip(&heads) {
+                if let Some(threshold) = head.as_ref().and_then(|h| h.training.threshold) {
+                    validator.threshold = threshold as f32;
+                }
+            }
+        }
         let mut guard = Self::new(model, validators);
         guard.heads = heads;
         guard.encoder = encoder;
         Ok((guard, errors))
     }
 
+    /// The templates and heads in `dir` read again, on this guard's model and encoder, with its
+    /// rejection mode, language and prompt scores: what a live template edit needs, so a reload
+    /// can never drop the encoder or the generated rejections the guard was built with.
+    pub fn reload(&self, dir: &Path) -> Result<(Self, Vec<GuardError>)> {
+        let (reloaded, problems) =
+            Self::from_dir_with_encoder(self.model.clone(), self.encoder.clone(), dir)?;
+        let reloaded = reloaded
+            .with_rejection(self.rejection)
+            .with_language(self.language)
+            .with_prompt_scores(self.prompt_scores);
+        Ok((reloaded, problems))
+    }
+
     /// Lets `head` score its validator, if it was trained for this model and template.
     pub fn with_head(mut self, head: Head) -> Result<Self> {
         let refused = |reason: String| GuardError::HeadRefused {
-            path: format!("{HEADS_DIR}/{}.json", head.validator).into(),
+            path: head_path(Path::new(""), &head.validator, self.encoder.is_some()),
             reason,
         };
         let slot = self

@@ -1,5 +1,7 @@
-//! Which learned head, if any, decides each validator: `prompt_guard/heads/<key>.json`, used only
-//! with the exact model it was trained on and the shared encoding's preamble.
+//! Which learned head, if any, decides each validator: `prompt_guard/heads/<key>.json` for heads on
+//! the sentence encoder (the default), `prompt_guard/heads/decoder/<key>.json` for heads on the
+//! model's hidden states; each is used only with the exact weights it was trained on and the
+//! shared encoding's preamble.
 //!
 //! Heads read one encoding of the message shared by every validator (a fixed preamble, then the
 //! message), never a validator's own prompt: the message is read once per verdict however many
@@ -15,6 +17,10 @@ use crate::template::{hex_sha256, Validator};
 
 /// Heads live in this folder inside the templates folder.
 pub const HEADS_DIR: &str = "heads";
+
+/// Heads reading the model's hidden states live in this folder inside [`HEADS_DIR`], so the
+/// shipped heads for both readers sit side by side and `--encoder decoder` keeps working.
+pub const DECODER_HEADS_DIR: &str = "decoder";
 
 /// What the model reads before the message when heads encode it. Fixed: a head is bound to its
 /// hash, and changing it means retraining every head.
@@ -85,8 +91,19 @@ pub fn head_input(
     Ok(input)
 }
 
-pub fn head_path(templates_dir: &Path, key: &str) -> PathBuf {
-    templates_dir.join(HEADS_DIR).join(format!("{key}.json"))
+/// The folder of the heads that read a sentence encoder (`reads_encoder`) or the model's hidden
+/// states.
+pub fn heads_dir(templates_dir: &Path, reads_encoder: bool) -> PathBuf {
+    let heads = templates_dir.join(HEADS_DIR);
+    if reads_encoder {
+        heads
+    } else {
+        heads.join(DECODER_HEADS_DIR)
+    }
+}
+
+pub fn head_path(templates_dir: &Path, key: &str, reads_encoder: bool) -> PathBuf {
+    heads_dir(templates_dir, reads_encoder).join(format!("{key}.json"))
 }
 
 /// Loads the head of each validator that has one. A head that cannot be used (broken file, other
@@ -102,7 +119,7 @@ pub fn load_heads(
     let heads = validators
         .iter()
         .map(|validator| {
-            let path = head_path(templates_dir, &validator.key);
+            let path = head_path(templates_dir, &validator.key, encoder.is_some());
             if !path.exists() {
                 return None;
             }

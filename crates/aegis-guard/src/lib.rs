@@ -18,8 +18,8 @@ pub use guard::{
 };
 pub use heads::{
     check_binding, embedding_read, encoder_context_hash, encoding_context_hash, encoding_prompt,
-    head_input, head_path, heads_unavailable, layers_read, load_heads, ENCODING_PREAMBLE,
-    HEADS_DIR,
+    head_input, head_path, heads_dir, heads_unavailable, layers_read, load_heads,
+    DECODER_HEADS_DIR, ENCODING_PREAMBLE, HEADS_DIR,
 };
 pub use language::Language;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};

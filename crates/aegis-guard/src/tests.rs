@@ -166,6 +166,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
             cv_by_language: Default::default(),
             validation: Default::default(),
             random_folds_cv: None,
+            threshold: None,
         },
         weights,
         bias,
@@ -292,9 +293,9 @@ fn heads_for_another_model_or_preamble_are_refused_with_the_reason() {
     write_template(templates, "spam", 1);
     write_template(templates, "toxic", 2);
     other_model
-        .save(&head_path(templates, "spam"))
+        .save(&head_path(templates, "spam", false))
         .expect("save");
-    std::fs::write(head_path(templates, "toxic"), "{ broken").expect("write");
+    std::fs::write(head_path(templates, "toxic", false), "{ broken").expect("write");
     let (loaded, warnings) =
         Guard::from_dir(Arc::new(FakeModel::new(vec![])), templates).expect("guard");
     assert_eq!(warnings.len(), 2, "{warnings:?}");
@@ -323,7 +324,7 @@ fn a_matching_head_in_the_folder_is_used() {
     write_template(dir.path(), "spam", 1);
     write_template(dir.path(), "toxic", 2);
     head("toxic", vec![1], vec![0.0, 4.0], 0.0)
-        .save(&head_path(dir.path(), "toxic"))
+        .save(&head_path(dir.path(), "toxic", false))
         .expect("save");
     let (with_head, warnings) =
         Guard::from_dir(Arc::new(FakeModel::new(vec![])), dir.path()).expect("guard");
@@ -404,4 +405,36 @@ fn an_encoder_head_decides_from_the_embedding_and_the_decoder_is_not_asked() {
     assert_eq!(encoder.embedded.load(Ordering::Relaxed), 2);
     assert_eq!(model.encodings_run.load(Ordering::Relaxed), 0);
     assert_eq!(model.prompts_run.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_decoder_head_decides_at_its_own_threshold_and_a_reload_keeps_the_guards_choices() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_template(dir.path(), "spam", 1);
+    write_template(dir.path(), "toxic", 2);
+    let mut tuned = head("toxic", vec![1], vec![0.0, 4.0], 0.0);
+    tuned.training.threshold = Some(0.3);
+    tuned
+        .save(&head_path(dir.path(), "toxic", false))
+        .expect("save");
+    assert!(dir.path().join("heads/decoder/toxic.json").is_file());
+    let (guard, warnings) =
+        Guard::from_dir(Arc::new(FakeModel::new(vec![])), dir.path()).expect("guard");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let thresholds: Vec<f32> = guard.validators().iter().map(|v| v.threshold).collect();
+    assert_eq!(thresholds[1], 0.3, "the head's own threshold");
+    assert_ne!(
+        thresholds[0], 0.3,
+        "a prompt-decided validator keeps the template's"
+    );
+
+    let guard = guard.with_language(Some(Language::English));
+    let (reloaded, _) = guard.reload(dir.path()).expect("reload");
+    assert!(reloaded.heads()[1].is_some());
+    let verdict = reloaded.check("kamu jahat sekali").expect("check");
+    assert_eq!(verdict.case, "toxic");
+    assert_eq!(
+        verdict.rejection_message, "Sorry toxic.",
+        "the language is kept"
+    );
 }

@@ -436,6 +436,7 @@ pub fn train_validator(
             cv: chosen.cv.clone(),
             cv_by_language: chosen.cv_by_language.clone(),
             random_folds_cv: chosen.random_folds.as_ref().map(|r| r.cv.clone()),
+            threshold: None,
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,

@@ -139,6 +139,11 @@ pub struct TrainingRecord {
     /// random split overstates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_folds_cv: Option<CvMetrics>,
+    /// The threshold tuned with this head on the benign budget (`aegis train --tune-thresholds`).
+    /// The template's threshold is tuned for the default heads (on the sentence encoder); a
+    /// head on the model's hidden states decides at its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
@@ -277,6 +282,7 @@ mod tests {
                 cv_by_language: BTreeMap::new(),
                 validation: Validation::BySource,
                 random_folds_cv: None,
+                threshold: None,
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,

@@ -1,9 +1,13 @@
 //! The model's runtime, shared by the HTTP API, the desktop app, the CLI and the bench: one
 //! thread owns the model; callers submit messages and await verdicts.
 
+mod bootstrap;
 mod record;
 mod worker;
 
+pub use bootstrap::{
+    BuiltGuard, GuardSetup, HeadsRead, ModelSource, SetupError, DEFAULT_HEADS_READ,
+};
 pub use record::{check_and_record, Recorded, Submitter};
 
 pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

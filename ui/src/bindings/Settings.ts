@@ -20,9 +20,20 @@ weights: string,
  */
 backend: string, 
 /**
+ * What learned heads read: "embeddinggemma" (EmbeddingGemma-300M, the shipped heads in
+ * `prompt_guard/heads/`), "decoder" (the model's hidden states, heads in
+ * `prompt_guard/heads/decoder/`; no second download), a sentence-transformers folder or a
+ * hub id. Heads trained for another encoder are refused and their prompts decide.
+ */
+encoder: string, 
+/**
  * The validator templates; the shipped `prompt_guard/` when empty.
  */
 prompts_dir: string, 
+/**
+ * Have the model write each rejection message (slower); else the templates' own.
+ */
+generate_rejection: boolean, 
 /**
  * "auto" (the message's language), "id" or "en".
  */

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aegis_engine::LanguageModel;
 use aegis_guard::{Guard, GuardError, Verdict};
 use aegis_runtime::{LoadedGuard, WorkerError};
 use aegis_store::TemplateSave;
@@ -119,8 +118,8 @@ impl Console {
         let Some(current) = worker.guard() else {
             return Ok(()); // The model is loading; it will read the files when it is done.
         };
-        let model: Arc<dyn LanguageModel> = current.model().clone();
-        let (guard, found) = Guard::from_dir(model, &self.prompts_dir()?)?;
+        // The same model, encoder and rejection mode; the settings' language.
+        let (guard, found) = current.reload(&self.prompts_dir()?)?;
         *self.problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
         worker.replace_guard(guard.with_language(self.rejection_language()));
         self.events.emit(ConsoleEvent::TemplatesChanged);

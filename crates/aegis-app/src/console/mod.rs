@@ -224,8 +224,9 @@ impl Console {
         })
     }
 
-    /// Applies new settings: reloads the model when it changed, the guard when the templates
-    /// folder or rejection language did, and starts or stops the HTTP endpoint.
+    /// Applies new settings: reloads the model when it (or what the heads read, or how
+    /// rejections are written) changed, the guard when the templates folder or rejection language
+    /// did, and starts or stops the HTTP endpoint.
     pub async fn update_settings(
         self: &Arc<Self>,
         new: Settings,
@@ -241,6 +242,8 @@ impl Console {
             || new.device != old.device
             || new.weights != old.weights
             || new.backend != old.backend
+            || new.encoder != old.encoder
+            || new.generate_rejection != old.generate_rejection
         {
             self.load_model();
             // The endpoint serves through the worker; give it the new one.

@@ -3,10 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aegis_engine::{DownloadProgress, DownloadReport, LanguageModel, ModelRequest};
-use aegis_guard::Guard;
-use aegis_remote::RemoteModel;
-use aegis_runtime::{ModelStatus, Worker};
+use aegis_engine::{DownloadProgress, DownloadReport, LanguageModel};
+use aegis_runtime::{GuardSetup, ModelSource, ModelStatus, Worker};
 use serde::Serialize;
 use tokio::sync::watch;
 
@@ -48,18 +46,20 @@ impl Console {
     pub(super) fn load_model(self: &Arc<Self>) {
         let settings = self.settings();
         // A model server in Settings stands in for the local model Settings names.
-        let backend = match &self.model_choice {
-            ModelChoice::Settings => settings.backend_url().map(str::to_string),
-            _ => None,
+        let (model_name, source) = match &self.model_choice {
+            ModelChoice::Settings => match settings.backend_url() {
+                Some(url) => (url.to_string(), Ok(Source::Server(url.to_string()))),
+                None => (
+                    settings.model.clone(),
+                    Ok(Source::Local(settings.model.clone())),
+                ),
+            },
+            ModelChoice::Named(name) => (name.clone(), Ok(Source::Local(name.clone()))),
+            ModelChoice::Loaded(engine) => {
+                (engine.info().id.clone(), Ok(Source::Loaded(engine.clone())))
+            }
         };
-        let (model_name, loaded) = match &self.model_choice {
-            ModelChoice::Settings => (
-                backend.clone().unwrap_or_else(|| settings.model.clone()),
-                None,
-            ),
-            ModelChoice::Named(name) => (name.clone(), None),
-            ModelChoice::Loaded(engine) => (engine.info().id.clone(), Some(engine.clone())),
-        };
+        let source: Result<Source, String> = source;
         self.model
             .send_replace(loading_state(&model_name, "starting"));
         self.events.emit(ConsoleEvent::Model(self.model_state()));
@@ -68,27 +68,44 @@ impl Console {
         let problems = self.problems.clone();
         let prompts = self.prompts_dir();
         let language = self.rejection_language();
-        let request = settings.model_request(&model_name);
         let started = Instant::now();
         let worker = Worker::start(QUEUE, move || {
-            let engine = match (loaded, backend) {
-                (Some(engine), _) => engine,
-                (None, Some(url)) => {
+            let model = match source? {
+                Source::Loaded(engine) => ModelSource::Loaded(engine),
+                Source::Server(url) => {
                     state.send_modify(|s| s.message = format!("connecting to {url}"));
-                    let remote = RemoteModel::connect_with_cached_tokenizer(&url)
-                        .map_err(|e| format!("the model server at {url}: {e}"))?;
-                    Arc::new(remote) as Arc<dyn LanguageModel>
+                    ModelSource::Server(url)
                 }
-                (None, None) => load_engine(request.map_err(|e| e.to_string())?, &state, &events)?,
+                Source::Local(name) => {
+                    let mut request = settings.model_request(&name).map_err(|e| e.to_string())?;
+                    request.download = download_report(&state, &events);
+                    ModelSource::Local(request)
+                }
             };
+            // The guard the command line and the server build from the same choices.
+            let setup = GuardSetup {
+                model,
+                heads_read: settings.heads_read().map_err(|e| e.to_string())?,
+                prompts: prompts.map_err(|e| e.to_string())?,
+                rejection: settings.rejection_mode(),
+                language,
+            };
+            let model = setup.load_model().map_err(|e| e.to_string())?;
+            if setup.heads_read.is_encoder() {
+                state.send_modify(|s| {
+                    s.message = format!("loading the encoder ({})", settings.encoder)
+                });
+            }
+            let encoder = setup.load_encoder().map_err(|e| e.to_string())?;
             state.send_modify(|s| {
                 s.message = "reading templates".into();
                 s.download = None;
             });
-            let prompts = prompts.map_err(|e| e.to_string())?;
-            let (guard, found) = Guard::from_dir(engine, &prompts).map_err(|e| e.to_string())?;
-            *problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&found);
-            Ok(guard.with_language(language))
+            let built = setup
+                .guard_on(model, encoder, &setup.prompts)
+                .map_err(|e| e.to_string())?;
+            *problems.write().unwrap_or_else(|p| p.into_inner()) = describe(&built.problems);
+            Ok(built.guard)
         });
         *self.worker.write().unwrap_or_else(|p| p.into_inner()) = Some(worker.clone());
         // The worker says when it is ready; the window hears it from here.
@@ -151,30 +168,29 @@ pub(super) fn loading_state(model: &str, message: &str) -> ModelState {
     }
 }
 
-/// Loads the model `request` names, telling the window how a download goes.
-fn load_engine(
-    mut request: ModelRequest,
+/// Where the worker gets its model (the settings are read on the caller's thread).
+enum Source {
+    Local(String),
+    Server(String),
+    Loaded(Arc<dyn LanguageModel>),
+}
+
+/// Tells the window how a download (of the model or the encoder) goes.
+fn download_report(
     state: &Arc<watch::Sender<ModelState>>,
     events: &Arc<dyn EventSink>,
-) -> Result<Arc<dyn LanguageModel>, String> {
-    let on_download: aegis_engine::DownloadListener = {
-        let state = state.clone();
-        let events = events.clone();
-        Arc::new(move |p: &DownloadProgress| {
-            state.send_modify(|s| {
-                s.message = format!("downloading {}", p.file);
-                s.download = Some(Download {
-                    file: p.file.clone(),
-                    downloaded: p.downloaded,
-                    total: p.total,
-                });
+) -> DownloadReport {
+    let state = state.clone();
+    let events = events.clone();
+    DownloadReport::Listener(Arc::new(move |p: &DownloadProgress| {
+        state.send_modify(|s| {
+            s.message = format!("downloading {}", p.file);
+            s.download = Some(Download {
+                file: p.file.clone(),
+                downloaded: p.downloaded,
+                total: p.total,
             });
-            events.emit(ConsoleEvent::Model(state.borrow().clone()));
-        })
-    };
-    request.download = DownloadReport::Listener(on_download);
-    let (engine, _) = request
-        .load()
-        .map_err(|e| format!("loading {}: {e}", request.model))?;
-    Ok(Arc::new(engine))
+        });
+        events.emit(ConsoleEvent::Model(state.borrow().clone()));
+    }))
 }

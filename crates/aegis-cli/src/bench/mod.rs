@@ -100,9 +100,8 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
     let engine = Arc::new(engine);
     let model: Arc<dyn LanguageModel> = engine.clone();
     let prompts_dir = args.guard.prompts_dir()?;
-    // With `--encoder`, heads read its embedding: the (c) column then times verdicts on it.
-    let encoder = args.guard.load_encoder()?;
-    let (guard, _) = Guard::from_dir_with_encoder(model.clone(), encoder, &prompts_dir)?;
+    // The guard every front end builds: with an encoder, the (c) column times verdicts on it.
+    let guard = args.guard.guard_on(model.clone(), &prompts_dir)?;
     let validators = guard.validators().to_vec();
     let rss_after_load = memory_kib("VmRSS");
     let info = model.info().clone();
@@ -198,7 +197,7 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         (Value::Null, Value::Null)
     } else {
         (
-            concurrency_levels(model.clone(), &prompts_dir, args.seconds)?,
+            concurrency_levels(guard.clone(), args.seconds)?,
             validator_scaling(model.clone(), &guard, &messages[0].1, runs)?,
         )
     };
@@ -342,12 +341,7 @@ fn message_of(model: &dyn LanguageModel, tokens: usize) -> Result<String> {
 
 /// Verdicts per second through the real worker (dynamic batching) with `n` clients each sending
 /// short messages back to back.
-fn concurrency_levels(
-    model: Arc<dyn LanguageModel>,
-    prompts: &Path,
-    seconds: f64,
-) -> Result<Value> {
-    let (guard, _) = Guard::from_dir(model, prompts)?;
+fn concurrency_levels(guard: Guard, seconds: f64) -> Result<Value> {
     let worker = Worker::start(64, move || Ok(guard));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,0 +1,239 @@
+//! The one way a guard is built from what a user chose: the command line, the desktop app, the
+//! HTTP server and the bench all describe their choice as a [`GuardSetup`] and call
+//! [`GuardSetup::load`], so the model or model server, the encoder the heads read, the templates
+//! and the rejection messages are decided in one place and cannot drift apart.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use aegis_engine::{
+    resolve_encoder, DownloadReport, EmbeddingGemma, EncoderSpec, EngineError, HubOptions,
+    LanguageModel, ModelRequest, SentenceEncoder,
+};
+use aegis_guard::{Guard, GuardError, Language, RejectionMode};
+use aegis_remote::{RemoteError, RemoteModel};
+
+/// The encoder heads read by default: EmbeddingGemma-300M, measured better than the 270M's
+/// hidden states on sources the heads never saw (README, "Learned heads").
+pub const DEFAULT_HEADS_READ: &str = "embeddinggemma";
+
+/// Where the guard's model comes from.
+#[derive(Clone)]
+pub enum ModelSource {
+    /// Loaded here by the engine.
+    Local(ModelRequest),
+    /// A shared inference server (llama.cpp's `llama-server` or vLLM); prompts are still rendered
+    /// and tokenised here.
+    Server(String),
+    /// Already loaded by the caller (a test binary shares one engine; `aegis eval --compare`
+    /// builds two guards on one model).
+    Loaded(Arc<dyn LanguageModel>),
+}
+
+impl ModelSource {
+    /// What the user would call it: the model's name or the server's address.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Local(request) => request.model.clone(),
+            Self::Server(url) => url.clone(),
+            Self::Loaded(model) => model.info().id.clone(),
+        }
+    }
+}
+
+/// What learned heads read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadsRead {
+    /// The guard model's own hidden states (`decoder`): no second model to download.
+    Decoder,
+    /// A sentence encoder's embedding (`embeddinggemma`, a folder or a hub id).
+    Encoder(EncoderSpec),
+}
+
+impl HeadsRead {
+    /// `decoder`, `embeddinggemma`, a sentence-transformers folder or a hub id.
+    pub fn parse(raw: &str) -> Result<Self, SetupError> {
+        match raw.trim() {
+            "decoder" => Ok(Self::Decoder),
+            "" => Err(SetupError::Encoder {
+                name: raw.to_string(),
+                source: EngineError::ModelNotFound(
+                    "no encoder named: use decoder or embeddinggemma".into(),
+                ),
+            }),
+            other => EncoderSpec::parse(other)
+                .map(Self::Encoder)
+                .map_err(|source| SetupError::Encoder {
+                    name: raw.to_string(),
+                    source,
+                }),
+        }
+    }
+
+    pub fn is_encoder(&self) -> bool {
+        matches!(self, Self::Encoder(_))
+    }
+}
+
+/// Everything that decides how a guard is built.
+#[derive(Clone)]
+pub struct GuardSetup {
+    pub model: ModelSource,
+    pub heads_read: HeadsRead,
+    /// The templates folder (heads in its `heads/`).
+    pub prompts: PathBuf,
+    pub rejection: RejectionMode,
+    /// Rejection messages in this language; `None` writes them in the message's own.
+    pub language: Option<Language>,
+}
+
+/// A built guard and what was wrong on the way, for the caller to show its way.
+pub struct BuiltGuard {
+    pub guard: Guard,
+    /// Broken templates and refused heads: their validators fell back or were left out.
+    pub problems: Vec<GuardError>,
+    /// Why no head can run at all (a model server returns no hidden states), said once instead
+    /// of once per refused head.
+    pub heads_unavailable: Option<String>,
+}
+
+impl BuiltGuard {
+    /// The problems worth showing: refused heads are left out when `heads_unavailable` already
+    /// says why for all of them.
+    pub fn problems_to_report(&self) -> impl Iterator<Item = &GuardError> {
+        let all_refused = self.heads_unavailable.is_some();
+        self.problems
+            .iter()
+            .filter(move |p| !(all_refused && matches!(p, GuardError::HeadRefused { .. })))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("loading {model}: {source}")]
+    Model { model: String, source: EngineError },
+    #[error("the model server at {url}: {source}")]
+    Server { url: String, source: RemoteError },
+    #[error("the encoder {name:?}: {source}")]
+    Encoder { name: String, source: EngineError },
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+}
+
+impl GuardSetup {
+    /// The guard with everything loaded: the model (or server connection), the encoder when the
+    /// heads read one, the templates and heads.
+    pub fn load(&self) -> Result<BuiltGuard, SetupError> {
+        let model = self.load_model()?;
+        let encoder = self.load_encoder()?;
+        self.guard_on(model, encoder, &self.prompts)
+    }
+
+    /// The guard's model, as the setup names it.
+    pub fn load_model(&self) -> Result<Arc<dyn LanguageModel>, SetupError> {
+        match &self.model {
+            ModelSource::Loaded(model) => Ok(model.clone()),
+            ModelSource::Server(url) => RemoteModel::connect_with_cached_tokenizer(url)
+                .map(|remote| Arc::new(remote) as Arc<dyn LanguageModel>)
+                .map_err(|source| SetupError::Server {
+                    url: url.clone(),
+                    source,
+                }),
+            ModelSource::Local(request) => {
+                let started = Instant::now();
+                let mut request = request.clone();
+                // A sentence encoder shares the memory: the engine keeps less for itself.
+                request.options.beside_encoder = self.heads_read.is_encoder();
+                let (engine, _) = request.load().map_err(|source| SetupError::Model {
+                    model: request.model.clone(),
+                    source,
+                })?;
+                tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "model ready"
+                );
+                Ok(Arc::new(engine))
+            }
+        }
+    }
+
+    /// The sentence encoder the heads read, on the model's device, downloaded the way the model
+    /// would be; `None` when heads read the model's hidden states.
+    pub fn load_encoder(&self) -> Result<Option<Arc<dyn SentenceEncoder>>, SetupError> {
+        let HeadsRead::Encoder(spec) = &self.heads_read else {
+            return Ok(None);
+        };
+        let failed = |source| SetupError::Encoder {
+            name: format!("{spec:?}"),
+            source,
+        };
+        let (hub, device) = match &self.model {
+            ModelSource::Local(request) => (hub_options(request), request.options.device),
+            // No local request to follow: the app's and the CLI's defaults.
+            _ => (HubOptions::default(), Default::default()),
+        };
+        let started = Instant::now();
+        let folder = resolve_encoder(spec, &hub).map_err(failed)?;
+        let encoder = EmbeddingGemma::load(&folder, device).map_err(failed)?;
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            folder = %folder.display(),
+            "encoder ready"
+        );
+        Ok(Some(Arc::new(encoder)))
+    }
+
+    /// A guard from the templates in `dir` on an already loaded model and encoder, with this
+    /// setup's rejection mode and language.
+    pub fn guard_on(
+        &self,
+        model: Arc<dyn LanguageModel>,
+        encoder: Option<Arc<dyn SentenceEncoder>>,
+        dir: &Path,
+    ) -> Result<BuiltGuard, SetupError> {
+        // Heads on an encoder run here whatever serves the model.
+        let heads_unavailable =
+            aegis_guard::heads_unavailable(model.info()).filter(|_| encoder.is_none());
+        let (guard, problems) = Guard::from_dir_with_encoder(model, encoder, dir)?;
+        Ok(BuiltGuard {
+            guard: guard
+                .with_rejection(self.rejection)
+                .with_language(self.language),
+            problems,
+            heads_unavailable,
+        })
+    }
+}
+
+/// The hub options that download an encoder the way `request` downloads its model.
+fn hub_options(request: &ModelRequest) -> HubOptions {
+    let mut hub = HubOptions {
+        offline: request.offline,
+        ..HubOptions::default()
+    };
+    match &request.download {
+        DownloadReport::Quiet => {}
+        DownloadReport::TerminalBar => hub.progress = true,
+        DownloadReport::Listener(listener) => hub.on_download = Some(listener.clone()),
+    }
+    hub
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_read_parses_the_names_users_type() {
+        assert_eq!(HeadsRead::parse("decoder").ok(), Some(HeadsRead::Decoder));
+        assert_eq!(
+            HeadsRead::parse(" embeddinggemma ").ok(),
+            Some(HeadsRead::Encoder(EncoderSpec::EmbeddingGemma))
+        );
+        assert!(HeadsRead::parse(DEFAULT_HEADS_READ)
+            .expect("default")
+            .is_encoder());
+        assert!(HeadsRead::parse("  ").is_err());
+    }
+}
