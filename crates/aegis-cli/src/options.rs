@@ -40,7 +40,8 @@ pub struct GuardArgs {
     pub model: ModelArgs,
     /// A shared inference server to run the guard's model on instead of loading one here:
     /// llama.cpp's `llama-server` or vLLM, e.g. http://gpu-box:8000. Prompts are still rendered
-    /// and tokenised here; learned heads cannot run on it, so the prompts decide.
+    /// and tokenised here; heads on a sentence encoder still run here, heads on the model's
+    /// hidden states cannot (a server does not return them), so their prompts decide.
     #[arg(long, env = "AEGIS_BACKEND")]
     pub backend: Option<String>,
     /// What learned heads read: `embeddinggemma` (EmbeddingGemma-300M's sentence embedding,

@@ -200,4 +200,8 @@ impl crate::SentenceEncoder for FakeEncoder {
             })
             .collect()
     }
+
+    fn count_tokens(&self, text: &str) -> crate::Result<usize> {
+        Ok(text.split_whitespace().count())
+    }
 }

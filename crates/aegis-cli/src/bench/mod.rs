@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aegis_engine::{ComputePlan, GemmaEngine, LanguageModel, Prompt, WeightFiles};
-use aegis_guard::{encoding_prompt, layers_read, Guard, Language, RejectionMode, Validator};
+use aegis_guard::{
+    embedding_read, encoding_prompt, layers_read, Guard, Language, RejectionMode, Validator,
+};
 use aegis_runtime::Worker;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -303,11 +305,17 @@ fn original_method(guard: &Guard, prompts: &[Prompt], text: &str) -> Result<()> 
 /// layer a head reads, and the prompts of the validators no head decides.
 fn verdict_plan(engine: &GemmaEngine, guard: &Guard, text: &str) -> Result<ComputePlan> {
     let layers = layers_read(guard.heads());
-    let encoding = if layers.is_empty() {
+    let mut encoding = if layers.is_empty() {
         ComputePlan::default()
     } else {
         engine.plan_encoding(&[encoding_prompt(text)], &layers)?
     };
+    if let Some(encoder) = guard.encoder().filter(|_| embedding_read(guard.heads())) {
+        // The encoder's tokens; its floating-point work is not modelled (flops stay the model's).
+        let tokens = encoder.count_tokens(text)?;
+        encoding.prompt_tokens += tokens;
+        encoding.computed_tokens += tokens;
+    }
     let prompted: Vec<Prompt> = guard
         .validators()
         .iter()

@@ -279,6 +279,10 @@ impl SentenceEncoder for EmbeddingGemma {
         let inputs = texts.iter().map(|t| self.tokens(t)).collect();
         batch_or_one_by_one(inputs, "texts", |batch| self.embed_tokens(batch))
     }
+
+    fn count_tokens(&self, text: &str) -> Result<usize> {
+        Ok(self.tokens(text)?.len())
+    }
 }
 
 /// `embeddinggemma-300m` for the default folder, else the folder's (or hub repo's) name.

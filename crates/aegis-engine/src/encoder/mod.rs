@@ -35,4 +35,8 @@ pub trait SentenceEncoder: Send + Sync {
 
     /// One embedding per text, in order; one text's error (too long, say) does not fail the others.
     fn embed_batch(&self, texts: &[&str]) -> Vec<Result<Vec<f32>>>;
+
+    /// How many tokens embedding `text` computes (task prompt and special tokens included): the
+    /// bench's measure of the encoder's work.
+    fn count_tokens(&self, text: &str) -> Result<usize>;
 }
