@@ -435,7 +435,7 @@ async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_model_server_in_settings_runs_the_guard_and_its_prompts_decide() {
+async fn a_model_server_in_settings_runs_the_guard_and_the_encoders_heads_decide() {
     let llama = tokio::task::spawn_blocking(aegis_remote::testing::LlamaServer::start)
         .await
         .expect("join");
@@ -467,8 +467,8 @@ async fn a_model_server_in_settings_runs_the_guard_and_its_prompts_decide() {
             .verdict
             .results
             .iter()
-            .all(|r| r.decided_by == ScoreSource::Prompt),
-        "no hidden states come back from a server: {:?}",
+            .all(|r| r.decided_by == ScoreSource::Head),
+        "the shipped heads read the encoder, which runs here whatever serves the model: {:?}",
         checked.verdict.results
     );
     assert_eq!(

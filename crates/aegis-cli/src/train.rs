@@ -106,9 +106,10 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         eprintln!("{} reviewed messages from history", reviewed.len());
         messages.extend(reviewed);
     }
+    // Heads on the encoder read it here, whatever serves the model.
     anyhow::ensure!(
-        args.guard.backend.is_none(),
-        "heads are trained on the model's hidden states, which a model server does not return: train on a local model (drop --backend / AEGIS_BACKEND)"
+        args.guard.backend.is_none() || args.guard.encoder_chosen(),
+        "heads on the decoder are trained on the model's hidden states, which a model server does not return: train on a local model (drop --backend / AEGIS_BACKEND), or on the encoder"
     );
     let guard = args.guard.load()?;
     let search = LayerSearch {

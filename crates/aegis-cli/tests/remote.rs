@@ -4,6 +4,8 @@ use aegis_remote::testing::LlamaServer;
 
 use crate::{aegis, stderr, stdout};
 
+/// With heads on the decoder (whose hidden states a server does not return) the prompts decide,
+/// and the command says so; heads on the default encoder would still run here.
 #[test]
 fn check_runs_on_a_model_server_and_says_the_prompts_decide() {
     let server = LlamaServer::start();
@@ -11,6 +13,8 @@ fn check_runs_on_a_model_server_and_says_the_prompts_decide() {
         "check",
         "--backend",
         &server.url,
+        "--encoder",
+        "decoder",
         "--json",
         "makasih kak, paketnya sudah sampai",
     ]);
@@ -68,7 +72,15 @@ fn training_heads_on_a_model_server_is_refused_before_it_is_reached() {
     let data = crate::repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
     let data = data.to_str().expect("UTF-8 path");
     // Nothing listens on port 9: the refusal must come before any connection.
-    let out = aegis(&["train", "--backend", "http://127.0.0.1:9", "--data", data]);
+    let out = aegis(&[
+        "train",
+        "--backend",
+        "http://127.0.0.1:9",
+        "--encoder",
+        "decoder",
+        "--data",
+        data,
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("hidden states"), "{}", stderr(&out));
 }

@@ -376,7 +376,10 @@ async fn validators(State(state): State<Arc<AppState>>) -> Result<Json<Value>, A
         })
         .collect();
     let mut answer = json!({ "validators": list });
-    if let Some(reason) = aegis_guard::heads_unavailable(guard.model().info()) {
+    // Heads on a sentence encoder run here whatever serves the model.
+    let reason =
+        aegis_guard::heads_unavailable(guard.model().info()).filter(|_| guard.encoder().is_none());
+    if let Some(reason) = reason {
         answer["heads_unavailable"] = json!(reason);
     }
     Ok(Json(answer))
