@@ -435,15 +435,18 @@ async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_model_server_in_settings_runs_the_guard_and_the_encoders_heads_decide() {
+async fn a_model_server_in_settings_runs_the_guard_and_its_prompts_decide() {
     let llama = tokio::task::spawn_blocking(aegis_remote::testing::LlamaServer::start)
         .await
         .expect("join");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).expect("mkdir");
+    // Heads on the decoder: a server returns no hidden states, so the prompts decide there and
+    // a server that goes away is felt (heads on the default encoder would decide here without it).
     let settings = aegis_app::settings::Settings {
         backend: llama.url.clone(),
+        encoder: "decoder".into(),
         ..Default::default()
     };
     settings.save(&data.join("settings.json")).expect("save");
@@ -467,8 +470,8 @@ async fn a_model_server_in_settings_runs_the_guard_and_the_encoders_heads_decide
             .verdict
             .results
             .iter()
-            .all(|r| r.decided_by == ScoreSource::Head),
-        "the shipped heads read the encoder, which runs here whatever serves the model: {:?}",
+            .all(|r| r.decided_by == ScoreSource::Prompt),
+        "no hidden states come back from a server: {:?}",
         checked.verdict.results
     );
     assert_eq!(
