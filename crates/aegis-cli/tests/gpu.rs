@@ -20,7 +20,15 @@ fn a_synthetic_model_is_written_checked_and_flagged_everywhere() {
         stderr(&out)
     );
 
-    let out = aegis(&["check", "--model", model, "hello there"]);
+    // Alone (no encoder beside it), the model is dequantized to f32 on the CPU.
+    let out = aegis(&[
+        "check",
+        "--model",
+        model,
+        "--encoder",
+        "decoder",
+        "hello there",
+    ]);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("on cpu, f32 weights"), "{text}");

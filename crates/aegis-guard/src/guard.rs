@@ -347,6 +347,8 @@ impl Guard {
         for (i, text) in texts.iter().enumerate() {
             if text.trim().is_empty() {
                 results.push(Some(Err(GuardError::EmptyText)));
+            } else if let Some(too_long) = self.over_the_models_context(text) {
+                results.push(Some(Err(too_long)));
             } else {
                 results.push(None);
                 runnable.push(i);
@@ -527,6 +529,20 @@ impl Guard {
                 })
                 .collect(),
             latency_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// With heads on a sentence encoder the model may never see the message, so its context
+    /// limit (`--max-context`) is checked here: the limit a user set holds whatever scores the
+    /// message. The model's own passes check it themselves.
+    fn over_the_models_context(&self, text: &str) -> Option<GuardError> {
+        self.encoder.as_ref()?;
+        let limit = self.model.info().context_length;
+        let message_tokens = self.model.count_user_tokens(text).ok()?;
+        (message_tokens > limit).then_some(GuardError::TooLong {
+            message_tokens,
+            prompt_tokens: message_tokens,
+            limit,
         })
     }
 

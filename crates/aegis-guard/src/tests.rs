@@ -405,6 +405,14 @@ fn an_encoder_head_decides_from_the_embedding_and_the_decoder_is_not_asked() {
     assert_eq!(encoder.embedded.load(Ordering::Relaxed), 2);
     assert_eq!(model.encodings_run.load(Ordering::Relaxed), 0);
     assert_eq!(model.prompts_run.load(Ordering::Relaxed), 0);
+    // The model's context limit holds though the model never runs.
+    let err = guard.check(&"kata ".repeat(100)).unwrap_err().to_string();
+    assert!(err.contains("it is 100 tokens"), "{err}");
+    assert!(
+        err.contains("over the model's context of 64 tokens"),
+        "{err}"
+    );
+    assert_eq!(encoder.embedded.load(Ordering::Relaxed), 2, "refused first");
 }
 
 #[test]
