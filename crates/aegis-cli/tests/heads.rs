@@ -9,6 +9,17 @@ fn scores(text: &str) -> serde_json::Value {
     json["scores"].clone()
 }
 
+/// `aegis check` of `text` with the templates (and heads) in `prompts`.
+fn check_with_templates(prompts: &std::path::Path, text: &str) -> std::process::Output {
+    aegis(&[
+        "check",
+        "--no-history",
+        "--prompts",
+        prompts.to_str().expect("path"),
+        text,
+    ])
+}
+
 #[test]
 fn shipped_heads_rank_the_obvious_cases() {
     let toxic = scores("dasar goblok kamu anjing")["toxic"]
@@ -110,13 +121,7 @@ fn a_head_for_another_model_is_refused_with_a_warning() {
         prompts.join("heads/toxic.json"),
     )
     .expect("copy head");
-    let out = aegis(&[
-        "check",
-        "--no-history",
-        "--prompts",
-        prompts.to_str().expect("path"),
-        "halo",
-    ]);
+    let out = check_with_templates(&prompts, "halo");
     let err = stderr(&out);
     assert!(
         err.contains("spam.json: head not used, the prompt's score decides"),
@@ -351,13 +356,7 @@ fn each_reader_runs_its_own_heads_and_refuses_the_others() {
         )
         .expect("copy head");
     }
-    let out = aegis(&[
-        "check",
-        "--no-history",
-        "--prompts",
-        prompts.to_str().expect("path"),
-        "halo kak, apa kabar?",
-    ]);
+    let out = check_with_templates(&prompts, "halo kak, apa kabar?");
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
     let warnings = stderr(&out);
     assert_eq!(

@@ -98,7 +98,7 @@ fn a_validator_without_a_head_is_decided_by_its_prompt() {
     let shipped = shipped_guard();
     let mut guard = Guard::new(engine(), shipped.validators().to_vec());
     for key in ["spam", "harassment", "financial_advice"] {
-        let head = Head::load(&prompts_dir().join(format!("heads/{key}.json"))).expect("head");
+        let head = Head::load(&aegis_guard::head_path(&prompts_dir(), key, false)).expect("head");
         guard = guard.with_head(head).expect("bound");
     }
     let verdict = guard.check("halo kak, apa kabar?").expect("verdict");
