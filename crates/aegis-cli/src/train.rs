@@ -8,7 +8,7 @@ use aegis_guard::{
     heads_dir, message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
     MessageFeatures, ValidatorTraining,
 };
-use aegis_heads::{layers_label, CvMetrics, TrainOptions, Validation};
+use aegis_heads::{candidate_label, CvMetrics, TrainOptions, Validation};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -31,9 +31,11 @@ pub struct TrainArgs {
     /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
     #[arg(long)]
     pub exclude_source: Vec<String>,
-    /// Candidate layers, compared per validator by cross-validated ROC AUC: `auto` (every second
-    /// layer up to two thirds of the depth, and two concatenations of middle layers), or a list
-    /// such as `8,11,8+12` (`+` concatenates). Reading stops after the deepest candidate.
+    /// Candidate layers, compared per validator by cross-validated ROC AUC: `auto` (on the model,
+    /// every second layer up to two thirds of the depth and two concatenations of middle layers;
+    /// on an encoder, every fourth layer and its sentence embedding), or a list such as
+    /// `8,11,8+12` (`+` concatenates; `embedding` names an encoder's embedding). Verdicts stop
+    /// reading after the deepest layer a head names.
     #[arg(long, default_value = "auto")]
     pub layers: String,
     /// L2 strength the layer candidates are compared at (the chosen layers then get the full
@@ -113,14 +115,14 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     );
     let guard = args.guard.load()?;
     let search = LayerSearch {
-        // An encoder's embedding is one feature vector: nothing to search.
         candidates: match guard.encoder() {
-            Some(_) => vec![vec![1]],
-            None => parse_layers(&args.layers, guard.model().info().layers)?,
+            Some(encoder) => parse_layers(&args.layers, encoder.info().layers, true)?,
+            None => parse_layers(&args.layers, guard.model().info().layers, false)?,
         },
         screen_alpha: args.screen_alpha,
     };
-    // The forward pass stops after the deepest layer any candidate reads.
+    // The forward pass stops after the deepest layer any candidate reads (an encoder's
+    // embedding is read whole beside them).
     let depth = search
         .candidates
         .iter()
@@ -233,8 +235,14 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Passed)
 }
 
-/// `auto`, or a comma-separated list of layer sets (`8`, `8+12`).
-fn parse_layers(spec: &str, layers: usize) -> Result<Vec<Vec<usize>>> {
+/// `auto`, or a comma-separated list of layer sets (`8`, `8+12`, and on an encoder `embedding`,
+/// the empty set).
+fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usize>>> {
+    if spec == "auto" && encoder {
+        let mut candidates: Vec<Vec<usize>> = (4..layers).step_by(4).map(|l| vec![l]).collect();
+        candidates.push(Vec::new());
+        return Ok(candidates);
+    }
     if spec == "auto" {
         // Measured on the 270M (issue 17): middle layers generalise to unseen and hard cases
         // better than the last, which is no better than layer 8 on held-out messages. Layers past
@@ -251,6 +259,12 @@ fn parse_layers(spec: &str, layers: usize) -> Result<Vec<Vec<usize>>> {
     }
     spec.split(',')
         .map(|set| {
+            if set.trim() == "embedding" {
+                if !encoder {
+                    bail!("--layers: `embedding` is an encoder's; the heads read the model here");
+                }
+                return Ok(Vec::new());
+            }
             set.split('+')
                 .map(|l| {
                     let layer: usize = l.trim().parse().with_context(|| {
@@ -465,7 +479,18 @@ fn print_report(t: &ValidatorTraining) {
     let tried: Vec<String> = t
         .tried
         .iter()
-        .map(|(layers, trained)| format!("{} {}", layers_label(layers), auc(Some(&trained.cv))))
+        .map(|(layers, trained)| {
+            let random = trained
+                .random_folds
+                .as_ref()
+                .map(|r| format!(" (random {})", auc(Some(&r.cv))))
+                .unwrap_or_default();
+            format!(
+                "{} {}{random}",
+                candidate_label(layers),
+                auc(Some(&trained.cv))
+            )
+        })
         .collect();
     println!(
         "{}: layer candidates (ROC AUC, {}, at the screening strength): {}",

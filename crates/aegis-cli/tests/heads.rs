@@ -374,3 +374,54 @@ fn each_reader_runs_its_own_heads_and_refuses_the_others() {
     assert_eq!(table.matches(" head ").count(), 0, "{table}");
     assert_eq!(table.matches(" prompt   ").count(), 4, "{table}");
 }
+
+/// A head on an encoder layer (the verdict's reading stops there) is trained, written with its
+/// layer, and decides a check read through that layer only.
+#[test]
+fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).expect("mkdir");
+    std::fs::copy(
+        repo_root().join("prompt_guard/toxic.txt"),
+        prompts.join("toxic.txt"),
+    )
+    .expect("copy template");
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let out = aegis_command(&[
+        "train",
+        "toxic",
+        "--data",
+        data.to_str().expect("path"),
+        "--folds",
+        "3",
+        "--layers",
+        "4",
+        "--prompts",
+        prompts.to_str().expect("path"),
+    ])
+    .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
+    .output()
+    .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("toxic: layer candidates"), "{}", stdout(&out));
+    let head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(prompts.join("heads/toxic.json")).expect("head written"),
+    )
+    .expect("JSON");
+    assert_eq!(head["features"]["encoder"], "embeddinggemma");
+    assert_eq!(head["features"]["layers"], serde_json::json!([4]));
+    assert_eq!(head["weights"].as_array().map(Vec::len), Some(768));
+
+    let out = check_with_templates(&prompts, "dasar goblok kamu anjing");
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let table = stdout(&out);
+    let toxic: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("toxic "))
+        .expect("a toxic line")
+        .split_whitespace()
+        .collect();
+    assert_eq!(toxic[2], "head", "{table}");
+}

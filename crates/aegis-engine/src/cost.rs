@@ -96,14 +96,7 @@ impl std::ops::Add for ComputePlan {
 /// sees its position's keys (up to the window on sliding layers).
 fn token_flops(model: &Gemma3, batch: &PackedBatch, depth: usize) -> f64 {
     let cfg = model.config();
-    let (hidden, ffn) = (cfg.hidden_size as f64, cfg.intermediate_size as f64);
-    let (q, kv) = (
-        (cfg.num_heads * cfg.head_dim) as f64,
-        (cfg.num_kv_heads * cfg.head_dim) as f64,
-    );
-    let linear_per_layer = 2.0 * (hidden * q * 2.0 + hidden * kv * 2.0 + 3.0 * hidden * ffn);
-    // Scores and weighted values: 2 products of head_dim per query head and key.
-    let attention_per_key = 4.0 * q;
+    let (linear_per_layer, attention_per_key) = per_token_flops(model);
     let mut flops = 0.0;
     for &position in &batch.positions {
         for layer in 0..depth.min(cfg.num_layers) {
@@ -114,6 +107,41 @@ fn token_flops(model: &Gemma3, batch: &PackedBatch, depth: usize) -> f64 {
             };
             flops += linear_per_layer + attention_per_key * keys as f64;
         }
+    }
+    flops
+}
+
+/// Per token and layer: the linear layers' FLOPs, and attention's per key seen.
+fn per_token_flops(model: &Gemma3) -> (f64, f64) {
+    let cfg = model.config();
+    let (hidden, ffn) = (cfg.hidden_size as f64, cfg.intermediate_size as f64);
+    let (q, kv) = (
+        (cfg.num_heads * cfg.head_dim) as f64,
+        (cfg.num_kv_heads * cfg.head_dim) as f64,
+    );
+    let linear = 2.0 * (hidden * q * 2.0 + hidden * kv * 2.0 + 3.0 * hidden * ffn);
+    // Scores and weighted values: 2 products of head_dim per query head and key.
+    (linear, 4.0 * q)
+}
+
+/// FLOPs of an encoder reading `tokens` tokens through its first `depth` layers: every token
+/// sees every other (bidirectional), within the window on sliding layers.
+pub(crate) fn encoder_flops(model: &Gemma3, tokens: usize, depth: usize) -> f64 {
+    let cfg = model.config();
+    let (linear_per_layer, attention_per_key) = per_token_flops(model);
+    let mut flops = 0.0;
+    for layer in 0..depth.min(cfg.num_layers) {
+        let keys: usize = (0..tokens)
+            .map(|i| {
+                if cfg.is_sliding(layer) {
+                    let w = cfg.sliding_window;
+                    (i + w).min(tokens) - i.saturating_sub(w - 1)
+                } else {
+                    tokens
+                }
+            })
+            .sum();
+        flops += linear_per_layer * tokens as f64 + attention_per_key * keys as f64;
     }
     flops
 }

@@ -156,11 +156,13 @@ impl LanguageModel for FakeModel {
     }
 }
 
-/// A sentence encoder whose embedding of a text is `[words, 1.0]`: heads on it can be written by
-/// hand. Counts the texts it embedded.
+/// A sentence encoder whose embedding of a text is `[words, 1.0]` (and layer `l`'s mean
+/// `[words * l, 1.0]`): heads on it can be written by hand. Counts the texts it embedded.
 pub struct FakeEncoder {
     pub info: crate::EncoderInfo,
     pub embedded: AtomicUsize,
+    /// What the last call asked to read.
+    pub last_reading: std::sync::Mutex<Option<crate::EncoderReading>>,
 }
 
 impl FakeEncoder {
@@ -172,10 +174,12 @@ impl FakeEncoder {
                 prompt: "task: classification | query: ".into(),
                 dimensions: 2,
                 context_length: 64,
+                layers: 2,
                 device: "cpu".into(),
                 weight_format: "f32".into(),
             },
             embedded: AtomicUsize::new(0),
+            last_reading: std::sync::Mutex::new(None),
         }
     }
 }
@@ -191,17 +195,42 @@ impl crate::SentenceEncoder for FakeEncoder {
         &self.info
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Vec<crate::Result<Vec<f32>>> {
+    fn read_batch(
+        &self,
+        texts: &[&str],
+        reading: &crate::EncoderReading,
+    ) -> Vec<crate::Result<crate::EncoderOutput>> {
+        if let Ok(mut last) = self.last_reading.lock() {
+            *last = Some(reading.clone());
+        }
         texts
             .iter()
             .map(|text| {
                 self.embedded.fetch_add(1, Ordering::Relaxed);
-                Ok(vec![text.split_whitespace().count() as f32, 1.0])
+                let words = text.split_whitespace().count() as f32;
+                Ok(crate::EncoderOutput {
+                    // Layer `l`'s mean is `[words * l, 1.0]`.
+                    layer_means: reading
+                        .layers
+                        .iter()
+                        .map(|&l| vec![words * l as f32, 1.0])
+                        .collect(),
+                    embedding: reading.embedding.then(|| vec![words, 1.0]),
+                })
             })
             .collect()
     }
 
-    fn count_tokens(&self, text: &str) -> crate::Result<usize> {
-        Ok(text.split_whitespace().count())
+    fn plan(
+        &self,
+        text: &str,
+        _reading: &crate::EncoderReading,
+    ) -> crate::Result<crate::ComputePlan> {
+        let tokens = text.split_whitespace().count();
+        Ok(crate::ComputePlan {
+            prompt_tokens: tokens,
+            computed_tokens: tokens,
+            flops: 0.0,
+        })
     }
 }

@@ -6,7 +6,8 @@
 use std::sync::OnceLock;
 
 use aegis_engine::{
-    default_encoder_dir, DeviceChoice, EmbeddingGemma, EngineError, SentenceEncoder,
+    default_encoder_dir, DeviceChoice, EmbeddingGemma, EncoderReading, EngineError,
+    SentenceEncoder,
 };
 use serde::Deserialize;
 
@@ -101,6 +102,47 @@ fn a_batch_gives_each_text_what_it_gets_alone() {
         // Same arithmetic on the same rows; only the GEMM's blocking over more rows differs.
         assert!(gap < 1e-5, "{text:?}: batch and alone differ by {gap}");
     }
+}
+
+/// A reading of intermediate layers stops there and gives what a full pass gives at those layers
+/// (the same arithmetic on the same rows); the embedding read beside them is `embed_batch`'s.
+#[test]
+fn a_reading_stops_at_its_layers_and_agrees_with_a_full_pass() {
+    let encoder = encoder();
+    let texts = [
+        "makasih kak",
+        "you are a worthless idiot and everyone hates you",
+    ];
+    let shallow = encoder.read_batch(&texts, &EncoderReading::layers(vec![12, 4]));
+    let full = encoder.read_batch(
+        &texts,
+        &EncoderReading {
+            layers: vec![4, 12],
+            embedding: true,
+        },
+    );
+    let embedded = encoder.embed_batch(&texts);
+    for ((shallow, full), embedded) in shallow.iter().zip(&full).zip(&embedded) {
+        let (shallow, full) = (shallow.as_ref().expect("reads"), full.as_ref().expect("reads"));
+        assert!(shallow.embedding.is_none(), "not asked for");
+        assert_eq!(shallow.layer_means.len(), 2);
+        assert_eq!(shallow.layer_means[0], full.layer_means[1], "layer 12");
+        assert_eq!(shallow.layer_means[1], full.layer_means[0], "layer 4");
+        assert_eq!(shallow.layer_means[0].len(), 768);
+        assert_eq!(full.embedding.as_ref(), embedded.as_ref().ok());
+    }
+    let plan = |reading: &EncoderReading| encoder.plan("makasih kak", reading).expect("plans");
+    let (half, whole) = (
+        plan(&EncoderReading::layers(vec![12])),
+        plan(&EncoderReading::embedding()),
+    );
+    assert_eq!(half.computed_tokens, whole.computed_tokens);
+    assert!((whole.flops / half.flops - 2.0).abs() < 1e-9, "{half:?} {whole:?}");
+    let beyond = encoder.read_batch(&["halo"], &EncoderReading::layers(vec![25]));
+    assert!(
+        matches!(beyond[0], Err(EngineError::UnknownLayer { layer: 25, layers: 24 })),
+        "{beyond:?}"
+    );
 }
 
 #[test]

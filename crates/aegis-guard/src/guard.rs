@@ -5,14 +5,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_engine::{
-    EncoderInfo, Encoding, EngineError, LanguageModel, Prompt, Scored, Segment, SentenceEncoder,
+    EncoderInfo, EncoderOutput, EncoderReading, Encoding, EngineError, LanguageModel, Prompt,
+    Scored, Segment, SentenceEncoder,
 };
 use aegis_heads::Head;
 use serde::Serialize;
 
 use crate::error::{GuardError, Result};
 use crate::heads::{
-    check_binding, embedding_read, encoding_prompt, head_input, head_path, layers_read, load_heads,
+    check_binding, encoder_reading, encoding_prompt, head_input, head_path, layers_read, load_heads,
+    EncoderRead,
 };
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
@@ -137,8 +139,8 @@ pub struct Guard {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
     pub encoding: Option<Encoding>,
-    /// The sentence encoder's embedding, where a head reads it.
-    pub embedding: Option<Vec<f32>>,
+    /// What the sentence encoder read (see [`Guard::encoder_reading`]), where a head reads it.
+    pub encoder_output: Option<EncoderOutput>,
     /// Per validator, in validator order; `None` where the prompt did not run.
     pub prompt_scores: Vec<Option<Scored>>,
 }
@@ -372,12 +374,16 @@ impl Guard {
                 *slot = Some(encoded.map_err(GuardError::from));
             }
         }
-        let mut embeddings: Vec<Option<Result<Vec<f32>>>> =
+        let mut embeddings: Vec<Option<Result<EncoderOutput>>> =
             (0..runnable.len()).map(|_| None).collect();
-        if let (Some(encoder), true) = (&self.encoder, embedding_read(&self.heads)) {
+        let reading = self.encoder_reading();
+        if let (Some(encoder), false) = (&self.encoder, reading.is_empty()) {
             let batch: Vec<&str> = runnable.iter().map(|&i| texts[i]).collect();
-            for (slot, embedded) in embeddings.iter_mut().zip(encoder.embed_batch(&batch)) {
-                *slot = Some(embedded.map_err(GuardError::from));
+            for (slot, read) in embeddings
+                .iter_mut()
+                .zip(encoder.read_batch(&batch, &reading))
+            {
+                *slot = Some(read.map_err(GuardError::from));
             }
         }
         let mut scores: Vec<Option<Result<Vec<Scored>>>> =
@@ -401,14 +407,14 @@ impl Guard {
         {
             let analysis = (|| {
                 let encoding = encoding.transpose()?;
-                let embedding = embedding.transpose()?;
+                let encoder_output = embedding.transpose()?;
                 let mut prompt_scores = vec![None; self.validators.len()];
                 for (&v, answer) in prompted.iter().zip(scored.transpose()?.unwrap_or_default()) {
                     prompt_scores[v] = Some(answer);
                 }
                 Ok(Analysis {
                     encoding,
-                    embedding,
+                    encoder_output,
                     prompt_scores,
                 })
             })();
@@ -418,6 +424,12 @@ impl Guard {
             .into_iter()
             .map(|r| r.unwrap_or(Err(GuardError::EmptyText)))
             .collect()
+    }
+
+    /// What the encoder reads of each message for this guard's heads: only the layers they name
+    /// (the pass stops after the deepest), and the embedding only where a head reads it.
+    pub fn encoder_reading(&self) -> EncoderReading {
+        encoder_reading(&self.heads)
     }
 
     pub fn check(&self, text: &str) -> Result<Verdict> {
@@ -436,6 +448,14 @@ impl Guard {
     }
 
     fn verdict(&self, text: &str, analysis: &Analysis, started: Instant) -> Result<Verdict> {
+        let reading = self.encoder_reading();
+        let encoder_read = analysis
+            .encoder_output
+            .as_ref()
+            .map(|output| EncoderRead {
+                reading: &reading,
+                output,
+            });
         let results = self
             .validators
             .iter()
@@ -451,7 +471,7 @@ impl Guard {
                         let input = head_input(
                             &head.features,
                             analysis.encoding.as_ref(),
-                            analysis.embedding.as_deref(),
+                            encoder_read,
                         )
                         .map_err(head_failed)?;
                         let p = head

@@ -9,7 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use aegis_engine::{EncoderInfo, Encoding, ModelInfo, Prompt, Segment};
+use aegis_engine::{
+    EncoderInfo, EncoderOutput, EncoderReading, Encoding, ModelInfo, Prompt, Segment,
+};
 use aegis_heads::{Encoder, Features, Head};
 
 use crate::error::GuardError;
@@ -54,12 +56,22 @@ pub fn layers_read(heads: &[Option<Head>]) -> Vec<usize> {
     layers
 }
 
-/// Whether any head in `heads` reads a sentence encoder's embedding.
-pub fn embedding_read(heads: &[Option<Head>]) -> bool {
-    heads
-        .iter()
-        .flatten()
-        .any(|h| !h.features.encoder.is_decoder())
+/// What the encoder must read for every encoder head in `heads`: the layers they name (sorted,
+/// each once), and the embedding where a head names none. Empty when no head reads the encoder.
+pub fn encoder_reading(heads: &[Option<Head>]) -> EncoderReading {
+    let mut reading = EncoderReading::default();
+    for head in heads.iter().flatten() {
+        if head.features.encoder.is_decoder() {
+            continue;
+        }
+        if head.features.layers.is_empty() {
+            reading.embedding = true;
+        }
+        reading.layers.extend(&head.features.layers);
+    }
+    reading.layers.sort_unstable();
+    reading.layers.dedup();
+    reading
 }
 
 /// sha256 of an encoder's task prompt, as its heads record it.
@@ -67,17 +79,41 @@ pub fn encoder_context_hash(encoder: &EncoderInfo) -> String {
     hex_sha256(encoder.prompt.as_bytes())
 }
 
-/// A head's input: its decoder layers' means concatenated in the head's order, or the encoder's
-/// embedding.
+/// What the encoder read of one message, and what it was asked to read.
+#[derive(Debug, Clone, Copy)]
+pub struct EncoderRead<'a> {
+    pub reading: &'a EncoderReading,
+    pub output: &'a EncoderOutput,
+}
+
+/// A head's input: its layers' means concatenated in the head's order (the decoder's, or the
+/// encoder's), or the encoder's embedding.
 pub fn head_input(
     features: &Features,
     encoding: Option<&Encoding>,
-    embedding: Option<&[f32]>,
+    encoder: Option<EncoderRead<'_>>,
 ) -> Result<Vec<f32>, String> {
     if !features.encoder.is_decoder() {
-        return embedding
-            .map(<[f32]>::to_vec)
-            .ok_or_else(|| "the message was not embedded".to_string());
+        let read = encoder.ok_or_else(|| "the encoder did not read the message".to_string())?;
+        if features.layers.is_empty() {
+            return read
+                .output
+                .embedding
+                .clone()
+                .ok_or_else(|| "the message was not embedded".to_string());
+        }
+        let mut input = Vec::new();
+        for layer in &features.layers {
+            let mean = read
+                .reading
+                .layers
+                .iter()
+                .position(|l| l == layer)
+                .and_then(|at| read.output.layer_means.get(at))
+                .ok_or_else(|| format!("the encoder did not read layer {layer}"))?;
+            input.extend_from_slice(mean);
+        }
+        return Ok(input);
     }
     let encoding = encoding.ok_or_else(|| "the message was not encoded".to_string())?;
     let mut input = Vec::new();
@@ -196,6 +232,12 @@ pub fn check_binding(
                     "it was trained after another task prompt; retrain it with `aegis train --encoder`"
                         .into(),
                 );
+            }
+            if let Some(&layer) = head.features.layers.iter().find(|&&l| l > encoder.layers) {
+                return Err(format!(
+                    "it reads layer {layer}, but the encoder has {} layers",
+                    encoder.layers
+                ));
             }
             Ok(())
         }

@@ -17,8 +17,8 @@ pub use guard::{
     ValidatorResult, Verdict,
 };
 pub use heads::{
-    check_binding, embedding_read, encoder_context_hash, encoding_context_hash, encoding_prompt,
-    head_input, head_path, heads_dir, heads_unavailable, layers_read, load_heads,
+    check_binding, encoder_context_hash, encoder_reading, encoding_context_hash, encoding_prompt,
+    head_input, head_path, heads_dir, EncoderRead, heads_unavailable, layers_read, load_heads,
     DECODER_HEADS_DIR, ENCODING_PREAMBLE, HEADS_DIR,
 };
 pub use language::Language;

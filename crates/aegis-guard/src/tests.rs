@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aegis_engine::testing::{FakeEncoder, FakeModel};
+use aegis_engine::EncoderReading;
 use aegis_heads::{CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
 
 use crate::*;
@@ -413,6 +414,53 @@ fn an_encoder_head_decides_from_the_embedding_and_the_decoder_is_not_asked() {
         "{err}"
     );
     assert_eq!(encoder.embedded.load(Ordering::Relaxed), 2, "refused first");
+}
+
+#[test]
+fn encoder_heads_on_an_intermediate_layer_stop_the_reading_there() {
+    let encoder = Arc::new(FakeEncoder::new());
+    let mut on_layer = encoder_head("toxic", vec![1.0, -6.0], 0.0);
+    on_layer.features.layers = vec![2];
+    let guard = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![validator("spam", 1), validator("toxic", 2)],
+    )
+    .with_encoder(Some(encoder.clone()))
+    // The fake's layer-2 mean is [2 * words, 1]: p = sigmoid(2 * words - 6) fails from 4 words.
+    .with_head(on_layer.clone())
+    .expect("bound to the fake encoder");
+    let reading = guard.encoder_reading();
+    assert_eq!(reading.layers, vec![2]);
+    assert!(!reading.embedding, "no head reads the embedding");
+    let verdict = guard.check("you are a bad person").expect("verdict");
+    assert!(!verdict.results[1].passed);
+    assert_eq!(verdict.results[1].decided_by, ScoreSource::Head);
+    assert!(guard.check("halo kak").expect("verdict").results[1].passed);
+    let last = encoder.last_reading.lock().expect("lock").clone();
+    assert_eq!(last, Some(reading));
+
+    // With a head on the embedding beside it, both are read in one pass.
+    let both = guard
+        .with_head(encoder_head("spam", vec![1.0, -3.0], 0.0))
+        .expect("bound");
+    assert_eq!(
+        both.encoder_reading(),
+        EncoderReading {
+            layers: vec![2],
+            embedding: true
+        }
+    );
+    let verdict = both.check("halo kak").expect("verdict");
+    assert!(verdict.results.iter().all(|r| r.passed), "{verdict:?}");
+
+    // A layer the encoder does not have is refused.
+    on_layer.features.layers = vec![3];
+    let err = Guard::new(Arc::new(FakeModel::new(vec![])), vec![validator("toxic", 1)])
+        .with_encoder(Some(encoder))
+        .with_head(on_layer)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("reads layer 3, but the encoder has 2 layers"), "{err}");
 }
 
 #[test]

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use aegis_heads::{
-    cv_metrics, layers_label, metrics_by_language, train, CvMetrics, Encoder, Example, Features,
+    candidate_label, cv_metrics, metrics_by_language, train, CvMetrics, Encoder, Example, Features,
     Head, ModelBinding, TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
 };
+use aegis_engine::EncoderReading;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -77,20 +78,26 @@ impl LabelledMessage {
     }
 }
 
-/// What training reads of one message: the shared encoding's mean after every layer (or, when
-/// the guard's heads read a sentence encoder, its embedding as the one "layer"), and (when asked
-/// for) each validator's prompt score, to report the prompt's own quality beside the heads'.
+/// What training reads of one message: the mean after every layer up to the deepest candidate
+/// (of the shared encoding on the model, or of the sentence encoder when the guard's heads read
+/// one, with its embedding beside them), and (when asked for) each validator's prompt score, to
+/// report the prompt's own quality beside the heads'.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageFeatures {
-    /// `layers[i]` is the mean after layer `i + 1`; with an encoder, `layers[0]` is its embedding.
+    /// `layers[i]` is the mean after layer `i + 1`.
     pub layers: Vec<Vec<f32>>,
+    /// The sentence encoder's embedding, with an encoder.
+    pub embedding: Option<Vec<f32>>,
     /// P(Yes) per validator, in the guard's validator order.
     pub prompt_scores: Option<Vec<f32>>,
 }
 
 impl MessageFeatures {
-    /// The head input for `layers`: their means concatenated in order.
+    /// The head input for `layers`: their means concatenated in order; none is the embedding.
     pub fn input(&self, layers: &[usize]) -> Vec<f32> {
+        if layers.is_empty() {
+            return self.embedding.clone().unwrap_or_default();
+        }
         layers
             .iter()
             .flat_map(|&l| self.layers[l - 1].iter().copied())
@@ -191,7 +198,8 @@ impl FeatureCache {
 
 /// The features of several messages (from the cache where it has them), the model run on the
 /// rest in one batch: the means after layers 1 to `depth` (the pass stops there, so a shallower
-/// search costs less). `prompts`: also each validator's prompt score.
+/// search costs less), and with an encoder its embedding too (a full pass). `prompts`: also each
+/// validator's prompt score.
 pub fn message_features(
     guard: &Guard,
     texts: &[&str],
@@ -199,19 +207,20 @@ pub fn message_features(
     depth: usize,
     prompts: bool,
 ) -> Vec<Result<MessageFeatures>> {
-    // With an encoder, its embedding is the one feature vector: "layer" 1 of 1.
-    let layers: Vec<usize> = match guard.encoder() {
-        Some(_) => vec![1],
-        None => (1..=depth.min(guard.model().info().layers)).collect(),
+    // Cached rows: the means after layers 1..=depth, the encoder's embedding first when there is
+    // one. A deeper earlier read holds these layers too.
+    let (layers, embedded): (Vec<usize>, bool) = match guard.encoder() {
+        Some(encoder) => ((1..=depth.min(encoder.info().layers)).collect(), true),
+        None => ((1..=depth.min(guard.model().info().layers)).collect(), false),
     };
+    let wanted = layers.len() + usize::from(embedded);
     let mut encoded: Vec<Option<Result<Vec<Vec<f32>>>>> = texts
         .iter()
         .map(|t| {
             let cache = cache?;
             let mut rows = cache.get(&cache.path(guard, t, false), LAYERS_MAGIC)?;
-            // A deeper earlier read holds these layers too.
-            rows.truncate(layers.len());
-            (rows.len() == layers.len()).then_some(Ok(rows))
+            rows.truncate(wanted);
+            (rows.len() == wanted).then_some(Ok(rows))
         })
         .collect();
     let missing: Vec<usize> = (0..texts.len()).filter(|&i| encoded[i].is_none()).collect();
@@ -219,10 +228,20 @@ pub fn message_features(
         let read: Vec<aegis_engine::Result<Vec<Vec<f32>>>> = match guard.encoder() {
             Some(encoder) => {
                 let batch: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+                let reading = EncoderReading {
+                    layers: layers.clone(),
+                    embedding: true,
+                };
                 encoder
-                    .embed_batch(&batch)
+                    .read_batch(&batch, &reading)
                     .into_iter()
-                    .map(|r| r.map(|embedding| vec![embedding]))
+                    .map(|r| {
+                        r.map(|output| {
+                            let mut rows = vec![output.embedding.unwrap_or_default()];
+                            rows.extend(output.layer_means);
+                            rows
+                        })
+                    })
                     .collect()
             }
             None => {
@@ -245,8 +264,9 @@ pub fn message_features(
     texts
         .iter()
         .zip(encoded)
-        .map(|(text, layers)| {
-            let layers = layers.unwrap_or(Err(GuardError::EmptyText))?;
+        .map(|(text, rows)| {
+            let mut layers = rows.unwrap_or(Err(GuardError::EmptyText))?;
+            let embedding = embedded.then(|| layers.remove(0));
             let prompt_scores = if prompts {
                 Some(prompt_scores(guard, text, cache)?)
             } else {
@@ -254,6 +274,7 @@ pub fn message_features(
             };
             Ok(MessageFeatures {
                 layers,
+                embedding,
                 prompt_scores,
             })
         })
@@ -340,9 +361,14 @@ pub fn train_validator(
         .position(|v| v.key == key)
         .ok_or_else(|| failed("no validator template has this key".into()))?;
     let layer_count = match guard.encoder() {
-        Some(_) => 1,
+        Some(encoder) => encoder.info().layers,
         None => guard.model().info().layers,
     };
+    if guard.encoder().is_none() && search.candidates.iter().any(Vec::is_empty) {
+        return Err(failed(
+            "the embedding is a candidate only for heads on a sentence encoder".into(),
+        ));
+    }
     if let Some(bad) = search
         .candidates
         .iter()
@@ -387,13 +413,14 @@ pub fn train_validator(
     let mut tried = Vec::new();
     for layers in &search.candidates {
         let trained = train(&examples(layers), &screen).map_err(|e| failed(e.to_string()))?;
-        tracing::info!(validator = key, layers = %layers_label(layers), auc = ?trained.cv.roc_auc, "layer candidate");
+        tracing::info!(validator = key, layers = %candidate_label(layers), auc = ?trained.cv.roc_auc, "layer candidate");
         tried.push((layers.clone(), trained));
     }
     let best_layers = cheapest_of_the_best(
         tried
             .iter()
             .map(|(layers, trained)| (layers.as_slice(), trained.cv.roc_auc)),
+        layer_count,
     )
     .ok_or_else(|| failed("no candidate layers to train on".into()))?;
     let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
@@ -401,7 +428,7 @@ pub fn train_validator(
         Some(encoder) => (
             Features {
                 encoder: Encoder::EmbeddingGemma,
-                layers: Vec::new(),
+                layers: best_layers,
                 context_hash: encoder_context_hash(encoder.info()),
             },
             ModelBinding {
@@ -459,15 +486,17 @@ const AUC_TIE: f64 = 1e-3;
 
 /// The candidate to ship: among those within [`AUC_TIE`] of the best AUC, the one whose deepest
 /// layer is shallowest (the shared encoding stops after the deepest layer any head reads, so a
-/// shallower head makes every verdict cheaper); then the earlier candidate.
+/// shallower head makes every verdict cheaper; the embedding costs all `total` layers); then the
+/// earlier candidate.
 fn cheapest_of_the_best<'a>(
     candidates: impl Iterator<Item = (&'a [usize], Option<f64>)> + Clone,
+    total: usize,
 ) -> Option<Vec<usize>> {
     let auc = |a: Option<f64>| a.unwrap_or(f64::NEG_INFINITY);
     let best = candidates.clone().map(|(_, a)| auc(a)).reduce(f64::max)?;
     candidates
         .filter(|(_, a)| auc(*a) >= best - AUC_TIE)
-        .min_by_key(|(layers, _)| layers.iter().max().copied().unwrap_or(0))
+        .min_by_key(|(layers, _)| layers.iter().max().copied().unwrap_or(total))
         .map(|(layers, _)| layers.to_vec())
 }
 
@@ -511,7 +540,7 @@ mod tests {
     #[test]
     fn layer_choice_prefers_the_shallower_of_indistinguishable_candidates() {
         let pick = |candidates: &[(&[usize], Option<f64>)]| {
-            cheapest_of_the_best(candidates.iter().copied())
+            cheapest_of_the_best(candidates.iter().copied(), 24)
         };
         // 11 is best by less than the tie: 6 is as good and cheaper.
         assert_eq!(
@@ -541,6 +570,15 @@ mod tests {
             Some(vec![10])
         );
         assert_eq!(pick(&[(&[4], None), (&[2], Some(0.7))]), Some(vec![2]));
+        // An encoder's embedding (no layers) costs every layer.
+        assert_eq!(
+            pick(&[(&[], Some(0.9700)), (&[12], Some(0.9695))]),
+            Some(vec![12])
+        );
+        assert_eq!(
+            pick(&[(&[], Some(0.975)), (&[12], Some(0.960))]),
+            Some(vec![])
+        );
         assert_eq!(pick(&[]), None);
     }
 
@@ -548,9 +586,11 @@ mod tests {
     fn head_inputs_concatenate_layers_in_order() {
         let features = MessageFeatures {
             layers: vec![vec![1.0], vec![2.0], vec![3.0]],
+            embedding: Some(vec![9.0]),
             prompt_scores: None,
         };
         assert_eq!(features.input(&[3, 1]), vec![3.0, 1.0]);
+        assert_eq!(features.input(&[]), vec![9.0]);
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub enum Encoder {
     /// The guard's own model (the decoder): mean hidden states after chosen layers.
     #[default]
     Decoder,
-    /// EmbeddingGemma's sentence embedding (mean pooling, dense projections, normalised).
+    /// EmbeddingGemma: its sentence embedding (mean pooling, dense projections, normalised), or
+    /// the mean of its residual stream after chosen layers, which stops the pass there.
     EmbeddingGemma,
 }
 
@@ -40,8 +41,8 @@ impl Encoder {
 
 /// What a head reads. From the decoder: the mean over the message's tokens of the hidden state
 /// after each of `layers`, concatenated in that order, with the message encoded after a fixed
-/// preamble. From EmbeddingGemma: its sentence embedding of the message after its task prompt
-/// (`layers` empty).
+/// preamble. From EmbeddingGemma, the message after its task prompt: the mean over every token of
+/// the residual stream after each of `layers`, or with `layers` empty its sentence embedding.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Features {
@@ -56,12 +57,19 @@ pub struct Features {
 }
 
 impl Features {
-    /// `8+12` style for decoder layers, the encoder's name otherwise, for reports.
+    /// `8+12` style for layers, `embedding` for an encoder's sentence embedding, for reports.
     pub fn label(&self) -> String {
-        match self.encoder {
-            Encoder::Decoder => layers_label(&self.layers),
-            other => other.name().to_string(),
-        }
+        candidate_label(&self.layers)
+    }
+}
+
+/// A training candidate's name: `8+12` for layers 8 and 12, `embedding` for none (an encoder's
+/// sentence embedding).
+pub fn candidate_label(layers: &[usize]) -> String {
+    if layers.is_empty() {
+        "embedding".to_string()
+    } else {
+        layers_label(layers)
     }
 }
 
@@ -177,20 +185,11 @@ impl Head {
                 head.format
             )));
         }
-        match head.features.encoder {
-            Encoder::Decoder
-                if head.features.layers.is_empty() || head.features.layers.contains(&0) =>
-            {
-                return Err(invalid(
-                    "it names no layers to read (layers count from 1)".into(),
-                ));
-            }
-            Encoder::EmbeddingGemma if !head.features.layers.is_empty() => {
-                return Err(invalid(
-                    "it reads EmbeddingGemma's embedding, which has no layers to name".into(),
-                ));
-            }
-            _ => {}
+        if head.features.layers.contains(&0) {
+            return Err(invalid("it names layer 0 (layers count from 1)".into()));
+        }
+        if head.features.encoder.is_decoder() && head.features.layers.is_empty() {
+            return Err(invalid("it names no layers of the model to read".into()));
         }
         if head.weights.is_empty()
             || !head.bias.is_finite()
@@ -318,7 +317,7 @@ mod tests {
             .contains("format 99"));
 
         // A decoder head's file says nothing of encoders (files from before them stay valid); an
-        // encoder head names its encoder and no layers.
+        // encoder head names its encoder, and layers when it reads no embedding.
         head().save(&path).expect("save");
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(!text.contains("encoder"), "{text}");
@@ -327,9 +326,17 @@ mod tests {
         encoder_head.features.layers.clear();
         encoder_head.save(&path).expect("save");
         assert_eq!(Head::load(&path).expect("load"), encoder_head);
-        encoder_head.features.layers = vec![3];
+        assert_eq!(encoder_head.features.label(), "embedding");
+        encoder_head.features.layers = vec![12];
         encoder_head.save(&path).expect("save");
-        assert!(Head::load(&path).is_err(), "an encoder head with layers");
+        assert_eq!(Head::load(&path).expect("load").features.label(), "12");
+        encoder_head.features.layers = vec![0];
+        encoder_head.save(&path).expect("save");
+        assert!(Head::load(&path).is_err(), "layer 0");
+        let mut no_layers = head();
+        no_layers.features.layers.clear();
+        no_layers.save(&path).expect("save");
+        assert!(Head::load(&path).is_err(), "a decoder head reading nothing");
 
         let mut broken = head();
         broken.weights[0] = f32::NAN;

@@ -13,7 +13,7 @@ mod train;
 
 pub use error::{HeadError, Result};
 pub use head::{
-    layers_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
+    candidate_label, layers_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
     HEAD_FORMAT,
 };
 pub use metrics::{binary_metrics, roc_auc, BinaryMetrics};

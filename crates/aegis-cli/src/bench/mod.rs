@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aegis_engine::{ComputePlan, GemmaEngine, LanguageModel, Prompt, WeightFiles};
-use aegis_guard::{
-    embedding_read, encoding_prompt, layers_read, Guard, Language, RejectionMode, Validator,
-};
+use aegis_guard::{encoding_prompt, layers_read, Guard, Language, RejectionMode, Validator};
 use aegis_runtime::Worker;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -310,11 +308,11 @@ fn verdict_plan(engine: &GemmaEngine, guard: &Guard, text: &str) -> Result<Compu
     } else {
         engine.plan_encoding(&[encoding_prompt(text)], &layers)?
     };
-    if let Some(encoder) = guard.encoder().filter(|_| embedding_read(guard.heads())) {
-        // The encoder's tokens; its floating-point work is not modelled (flops stay the model's).
-        let tokens = encoder.count_tokens(text)?;
-        encoding.prompt_tokens += tokens;
-        encoding.computed_tokens += tokens;
+    if let Some(encoder) = guard.encoder() {
+        let reading = guard.encoder_reading();
+        if !reading.is_empty() {
+            encoding = encoding + encoder.plan(text, &reading)?;
+        }
     }
     let prompted: Vec<Prompt> = guard
         .validators()

@@ -9,7 +9,8 @@ use std::time::Instant;
 use candle_core::{DType, Tensor, D};
 use serde::Deserialize;
 
-use super::{EncoderInfo, SentenceEncoder};
+use super::{EncoderInfo, EncoderOutput, EncoderReading, SentenceEncoder};
+use crate::cost::{encoder_flops, ComputePlan};
 use crate::engine::batch_or_one_by_one;
 use crate::error::{EngineError, Result};
 use crate::load_options::DeviceChoice;
@@ -195,6 +196,7 @@ impl EmbeddingGemma {
             prompt,
             dimensions,
             context_length: model.config().context_length,
+            layers: model.config().num_layers,
             device: device_name,
             weight_format: format!("{} layers, {embedding:?} embedding", format.name()),
         };
@@ -229,8 +231,12 @@ impl EmbeddingGemma {
         Ok(ids)
     }
 
-    /// Embeddings of already tokenised inputs, in batches of about [`BATCH_TOKENS`] rows.
-    fn embed_tokens(&self, inputs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// Readings of already tokenised inputs, in batches of about [`BATCH_TOKENS`] rows.
+    fn read_tokens(
+        &self,
+        inputs: &[Vec<u32>],
+        reading: &EncoderReading,
+    ) -> Result<Vec<EncoderOutput>> {
         let mut out = Vec::with_capacity(inputs.len());
         let mut start = 0;
         while start < inputs.len() {
@@ -241,32 +247,55 @@ impl EmbeddingGemma {
                 end += 1;
             }
             let batch: Vec<&[u32]> = inputs[start..end].iter().map(Vec::as_slice).collect();
-            out.extend(self.embed_together(&batch)?);
+            out.extend(self.read_together(&batch, reading)?);
             start = end;
         }
         Ok(out)
     }
 
-    fn embed_together(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let hidden = self
-            .model
-            .forward_independent(batch)?
-            .to_dtype(DType::F32)?;
-        let mut means = Vec::with_capacity(batch.len());
-        let mut at = 0;
-        for sequence in batch {
-            means.push(hidden.narrow(0, at, sequence.len())?.mean(0)?);
-            at += sequence.len();
+    fn read_together(
+        &self,
+        batch: &[&[u32]],
+        reading: &EncoderReading,
+    ) -> Result<Vec<EncoderOutput>> {
+        let last = self.model.config().num_layers;
+        let mut taps = reading.layers.clone();
+        if reading.embedding && !taps.contains(&last) {
+            taps.push(last);
         }
-        let mut x = Tensor::stack(&means, 0)?; // [n, hidden]
-        for weight in &self.dense {
-            x = x.matmul(&weight.t()?)?;
+        let streams = self.model.forward_independent_taps(batch, &taps)?;
+        // Mean over each sequence's rows: `[n, hidden]` per tap.
+        let pooled = |stream: &Tensor| -> Result<Tensor> {
+            let stream = stream.to_dtype(DType::F32)?;
+            let mut means = Vec::with_capacity(batch.len());
+            let mut at = 0;
+            for sequence in batch {
+                means.push(stream.narrow(0, at, sequence.len())?.mean(0)?);
+                at += sequence.len();
+            }
+            Ok(Tensor::stack(&means, 0)?)
+        };
+        let mut outputs = vec![EncoderOutput::default(); batch.len()];
+        for stream in &streams[..reading.layers.len()] {
+            for (output, mean) in outputs.iter_mut().zip(pooled(stream)?.to_vec2()?) {
+                output.layer_means.push(mean);
+            }
         }
-        if self.normalize {
-            let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?;
-            x = x.broadcast_div(&norm.maximum(1e-12)?)?;
+        if reading.embedding {
+            let at_last = taps.iter().position(|&t| t == last).unwrap_or(taps.len() - 1);
+            let mut x = pooled(&self.model.final_normed(&streams[at_last])?)?;
+            for weight in &self.dense {
+                x = x.matmul(&weight.t()?)?;
+            }
+            if self.normalize {
+                let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?;
+                x = x.broadcast_div(&norm.maximum(1e-12)?)?;
+            }
+            for (output, embedding) in outputs.iter_mut().zip(x.to_vec2()?) {
+                output.embedding = Some(embedding);
+            }
         }
-        Ok(x.to_vec2()?)
+        Ok(outputs)
     }
 }
 
@@ -275,13 +304,37 @@ impl SentenceEncoder for EmbeddingGemma {
         &self.info
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Vec<Result<Vec<f32>>> {
+    fn read_batch(&self, texts: &[&str], reading: &EncoderReading) -> Vec<Result<EncoderOutput>> {
+        if reading.is_empty() {
+            return texts.iter().map(|_| Ok(EncoderOutput::default())).collect();
+        }
+        if let Some(&layer) = reading
+            .layers
+            .iter()
+            .find(|&&l| l == 0 || l > self.info.layers)
+        {
+            return texts
+                .iter()
+                .map(|_| {
+                    Err(EngineError::UnknownLayer {
+                        layer,
+                        layers: self.info.layers,
+                    })
+                })
+                .collect();
+        }
         let inputs = texts.iter().map(|t| self.tokens(t)).collect();
-        batch_or_one_by_one(inputs, "texts", |batch| self.embed_tokens(batch))
+        batch_or_one_by_one(inputs, "texts", |batch| self.read_tokens(batch, reading))
     }
 
-    fn count_tokens(&self, text: &str) -> Result<usize> {
-        Ok(self.tokens(text)?.len())
+    fn plan(&self, text: &str, reading: &EncoderReading) -> Result<ComputePlan> {
+        let tokens = self.tokens(text)?.len();
+        let depth = reading.depth(self.info.layers);
+        Ok(ComputePlan {
+            prompt_tokens: tokens,
+            computed_tokens: if depth == 0 { 0 } else { tokens },
+            flops: encoder_flops(&self.model, tokens, depth),
+        })
     }
 }
 

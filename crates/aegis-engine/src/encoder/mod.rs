@@ -8,6 +8,7 @@ mod source;
 pub use embedding_gemma::EmbeddingGemma;
 pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec, ENCODER_DIR_ENV};
 
+use crate::cost::ComputePlan;
 use crate::error::Result;
 
 /// What a head trained on an encoder records, and a report shows.
@@ -23,20 +24,82 @@ pub struct EncoderInfo {
     pub dimensions: usize,
     /// Longest input, in tokens (prompt and message together).
     pub context_length: usize,
+    /// Transformer layers: a reading may stop after any of them (see [`EncoderReading`]).
+    pub layers: usize,
     pub device: String,
     /// How the weights are held (`f32 layers, Q8_0 embedding` on CPU): embeddings differ in
     /// their last digits between storages, so cached features are keyed by it.
     pub weight_format: String,
 }
 
+/// What to read of a message. A head may read the sentence embedding (every layer, pooling,
+/// projections) or the mean of the residual stream after an earlier layer, which costs only the
+/// layers up to it: the pass stops after the deepest layer asked for unless the embedding is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncoderReading {
+    /// Layers whose mean over the input's tokens (task prompt included) is wanted, 1 = after the
+    /// first; reported in this order.
+    pub layers: Vec<usize>,
+    pub embedding: bool,
+}
+
+impl EncoderReading {
+    /// The sentence embedding only.
+    pub fn embedding() -> Self {
+        Self {
+            layers: Vec::new(),
+            embedding: true,
+        }
+    }
+
+    /// Means after `layers`, no embedding.
+    pub fn layers(layers: Vec<usize>) -> Self {
+        Self {
+            layers,
+            embedding: false,
+        }
+    }
+
+    /// Layers the pass runs through for this reading on an encoder of `total` layers.
+    pub fn depth(&self, total: usize) -> usize {
+        if self.embedding {
+            total
+        } else {
+            self.layers.iter().copied().max().unwrap_or(0)
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty() && !self.embedding
+    }
+}
+
+/// One message read as an [`EncoderReading`] asked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EncoderOutput {
+    /// The mean after each asked layer, in the reading's order.
+    pub layer_means: Vec<Vec<f32>>,
+    pub embedding: Option<Vec<f32>>,
+}
+
 /// Turns messages into embeddings. The message is data: it never becomes a control token.
 pub trait SentenceEncoder: Send + Sync {
     fn info(&self) -> &EncoderInfo;
 
-    /// One embedding per text, in order; one text's error (too long, say) does not fail the others.
-    fn embed_batch(&self, texts: &[&str]) -> Vec<Result<Vec<f32>>>;
+    /// One reading per text, in order; one text's error (too long, say) does not fail the others.
+    fn read_batch(&self, texts: &[&str], reading: &EncoderReading) -> Vec<Result<EncoderOutput>>;
 
-    /// How many tokens embedding `text` computes (task prompt and special tokens included): the
-    /// bench's measure of the encoder's work.
-    fn count_tokens(&self, text: &str) -> Result<usize>;
+    /// The sentence embedding of each text (see [`Self::read_batch`]).
+    fn embed_batch(&self, texts: &[&str]) -> Vec<Result<Vec<f32>>> {
+        self.read_batch(texts, &EncoderReading::embedding())
+            .into_iter()
+            .map(|read| {
+                read.map(|output| output.embedding.unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// The work of reading `text` as `reading` asks (task prompt and special tokens included):
+    /// the bench's measure of the encoder's share of a verdict.
+    fn plan(&self, text: &str, reading: &EncoderReading) -> Result<ComputePlan>;
 }

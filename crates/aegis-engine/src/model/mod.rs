@@ -130,11 +130,18 @@ struct AttentionGroup {
     rows: Range<usize>,
     /// Per layer, the cached contexts' keys and values (prepended).
     fixed: Vec<Option<(Tensor, Tensor)>>,
-    /// Which of the keys computed so far in this pass (earlier steps, then this one) it sees;
-    /// `None`: all.
-    select: Option<Tensor>,
-    /// Additive masks over its keys, for global and for sliding layers.
-    masks: (Tensor, Tensor),
+    /// Which of the keys computed so far in this pass (earlier steps, then this one) it sees.
+    select: KeySelect,
+    /// Additive masks over its keys, for global and for sliding layers; `None` where every key
+    /// is visible (an encoder's text shorter than the window), which saves the addition.
+    masks: (Option<Tensor>, Option<Tensor>),
+}
+
+enum KeySelect {
+    All,
+    /// A contiguous stretch: a view, where a list of columns would copy the keys every layer.
+    Range(Range<usize>),
+    Columns(Tensor),
 }
 
 /// What a forward pass returns.
@@ -216,10 +223,10 @@ impl Gemma3 {
         let everything = AttentionGroup {
             rows: 0..len,
             fixed: vec![None; self.layers.len()],
-            select: None,
+            select: KeySelect::All,
             masks: (
-                self.mask(start, len, None)?,
-                self.mask(start, len, Some(cfg.sliding_window))?,
+                Some(self.mask(start, len, None)?),
+                Some(self.mask(start, len, Some(cfg.sliding_window))?),
             ),
         };
         let hidden = self
@@ -246,10 +253,10 @@ impl Gemma3 {
         let everything = AttentionGroup {
             rows: 0..len,
             fixed: vec![None; self.layers.len()],
-            select: None,
+            select: KeySelect::All,
             masks: (
-                self.mask(0, len, None)?,
-                self.mask(0, len, Some(self.config.sliding_window))?,
+                Some(self.mask(0, len, None)?),
+                Some(self.mask(0, len, Some(self.config.sliding_window))?),
             ),
         };
         let positions: Vec<usize> = (0..len).collect();
@@ -263,10 +270,17 @@ impl Gemma3 {
         )
     }
 
-    /// Final-normed hidden states of several token sequences run side by side from empty caches,
-    /// each attending only to itself: `[total tokens, hidden]`, the sequences' rows in order. The
-    /// linear layers run once over every row, which is what makes a batch cheaper than its parts.
-    pub fn forward_independent(&self, sequences: &[&[u32]]) -> Result<Tensor> {
+    /// The residual stream after each of `taps` (each `[total tokens, hidden]`, the sequences'
+    /// rows in order) for several token sequences run side by side from empty caches, each
+    /// attending only to itself; the pass stops after the deepest tap. The linear layers run once
+    /// over every row, which is what makes a batch cheaper than its parts.
+    pub fn forward_independent_taps(
+        &self,
+        sequences: &[&[u32]],
+        taps: &[usize],
+    ) -> Result<Vec<Tensor>> {
+        let output = Output::Taps(taps);
+        output.check(self.layers.len())?;
         let cfg = &self.config;
         let mut tokens = Vec::new();
         let mut positions = Vec::new();
@@ -284,24 +298,34 @@ impl Gemma3 {
             }
             tokens.extend_from_slice(sequence);
             positions.extend(0..len);
-            let columns: Vec<u32> = (start as u32..(start + len) as u32).collect();
+            // Bidirectional attention within one sequence hides nothing but what lies beyond the
+            // window; a sequence no longer than the window needs no mask at all.
+            let unmasked = |window: Option<usize>| {
+                cfg.bidirectional && window.is_none_or(|w| len <= w)
+            };
+            let mask = |window: Option<usize>| -> Result<Option<Tensor>> {
+                Ok(if unmasked(window) {
+                    None
+                } else {
+                    Some(self.mask(0, len, window)?)
+                })
+            };
             groups.push(AttentionGroup {
                 rows: start..start + len,
                 fixed: vec![None; self.layers.len()],
-                select: Some(Tensor::new(columns.as_slice(), &self.device)?),
-                masks: (
-                    self.mask(0, len, None)?,
-                    self.mask(0, len, Some(cfg.sliding_window))?,
-                ),
+                select: if sequences.len() == 1 {
+                    KeySelect::All
+                } else {
+                    KeySelect::Range(start..start + len)
+                },
+                masks: (mask(None)?, mask(Some(cfg.sliding_window))?),
             });
         }
         if groups.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
         let mut slots = vec![None; self.layers.len()];
-        Ok(self
-            .run_layers(&tokens, &positions, &groups, &mut slots, Output::Final)?
-            .remove(0))
+        self.run_layers(&tokens, &positions, &groups, &mut slots, output)
     }
 
     /// Runs a packed batch (see `packing`) after the cached `contexts` it refers to, `chunk` pack
@@ -391,10 +415,10 @@ impl Gemma3 {
             .to_dtype(self.dtype)
         };
         Ok(AttentionGroup {
-            masks: (mask(None)?, mask(Some(self.config.sliding_window))?),
+            masks: (Some(mask(None)?), Some(mask(Some(self.config.sliding_window))?)),
             rows: rows.start - chunk_start..rows.end - chunk_start,
             fixed,
-            select: Some(Tensor::new(columns.as_slice(), &self.device)?),
+            select: KeySelect::Columns(Tensor::new(columns.as_slice(), &self.device)?),
         })
     }
 
@@ -502,8 +526,14 @@ impl Gemma3 {
             let rows = group.rows.len();
             let q = q.narrow(2, group.rows.start, rows)?.contiguous()?;
             let (k, v) = match &group.select {
-                Some(columns) => (k.index_select(columns, 2)?, v.index_select(columns, 2)?),
-                None => (k.clone(), v.clone()),
+                KeySelect::Columns(columns) => {
+                    (k.index_select(columns, 2)?, v.index_select(columns, 2)?)
+                }
+                KeySelect::Range(keys) => (
+                    k.narrow(2, keys.start, keys.len())?.contiguous()?,
+                    v.narrow(2, keys.start, keys.len())?.contiguous()?,
+                ),
+                KeySelect::All => (k.clone(), v.clone()),
             };
             let (k, v) = match &group.fixed[layer_index] {
                 Some((fk, fv)) => (Tensor::cat(&[fk, &k], 2)?, Tensor::cat(&[fv, &v], 2)?),
@@ -522,7 +552,10 @@ impl Gemma3 {
             let v = v.reshape((hkv, seen, hd))?;
             let scale = cfg.query_pre_attn_scalar.powf(-0.5);
             let scores = (q.matmul(&k.t()?)? * scale)?.reshape((hkv, per_kv, rows, seen))?;
-            let scores = scores.broadcast_add(mask)?;
+            let scores = match mask {
+                Some(mask) => scores.broadcast_add(mask)?,
+                None => scores,
+            };
             let probs =
                 candle_nn::ops::softmax_last_dim(&scores)?.reshape((hkv, per_kv * rows, seen))?;
             let out = probs.matmul(&v)?; // [hkv, per_kv*rows, hd]
@@ -557,6 +590,12 @@ impl Gemma3 {
             }
         }
         Ok(Tensor::from_vec(mask, (len, total), &self.device)?.to_dtype(self.dtype)?)
+    }
+
+    /// The final norm applied to a residual stream after the last layer (`[rows, hidden]`): the
+    /// final hidden states, from a tap at the last layer.
+    pub fn final_normed(&self, residual: &Tensor) -> Result<Tensor> {
+        self.final_norm.forward(residual)
     }
 
     /// Logits over the whole vocabulary for one hidden state `[hidden]`.
