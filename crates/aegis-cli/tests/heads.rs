@@ -404,7 +404,11 @@ fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
     .output()
     .expect("runs");
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("toxic: layer candidates"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("toxic: layer candidates"),
+        "{}",
+        stdout(&out)
+    );
     let head: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(prompts.join("heads/toxic.json")).expect("head written"),
     )

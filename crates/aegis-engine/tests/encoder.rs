@@ -6,8 +6,7 @@
 use std::sync::OnceLock;
 
 use aegis_engine::{
-    default_encoder_dir, DeviceChoice, EmbeddingGemma, EncoderReading, EngineError,
-    SentenceEncoder,
+    default_encoder_dir, DeviceChoice, EmbeddingGemma, EncoderReading, EngineError, SentenceEncoder,
 };
 use serde::Deserialize;
 
@@ -123,7 +122,10 @@ fn a_reading_stops_at_its_layers_and_agrees_with_a_full_pass() {
     );
     let embedded = encoder.embed_batch(&texts);
     for ((shallow, full), embedded) in shallow.iter().zip(&full).zip(&embedded) {
-        let (shallow, full) = (shallow.as_ref().expect("reads"), full.as_ref().expect("reads"));
+        let (shallow, full) = (
+            shallow.as_ref().expect("reads"),
+            full.as_ref().expect("reads"),
+        );
         assert!(shallow.embedding.is_none(), "not asked for");
         assert_eq!(shallow.layer_means.len(), 2);
         assert_eq!(shallow.layer_means[0], full.layer_means[1], "layer 12");
@@ -137,10 +139,19 @@ fn a_reading_stops_at_its_layers_and_agrees_with_a_full_pass() {
         plan(&EncoderReading::embedding()),
     );
     assert_eq!(half.computed_tokens, whole.computed_tokens);
-    assert!((whole.flops / half.flops - 2.0).abs() < 1e-9, "{half:?} {whole:?}");
+    assert!(
+        (whole.flops / half.flops - 2.0).abs() < 1e-9,
+        "{half:?} {whole:?}"
+    );
     let beyond = encoder.read_batch(&["halo"], &EncoderReading::layers(vec![25]));
     assert!(
-        matches!(beyond[0], Err(EngineError::UnknownLayer { layer: 25, layers: 24 })),
+        matches!(
+            beyond[0],
+            Err(EngineError::UnknownLayer {
+                layer: 25,
+                layers: 24
+            })
+        ),
         "{beyond:?}"
     );
 }

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::error::{GuardError, Result};
 use crate::heads::{
-    check_binding, encoder_reading, encoding_prompt, head_input, head_path, layers_read, load_heads,
-    EncoderRead,
+    check_binding, encoder_reading, encoding_prompt, head_input, head_path, layers_read,
+    load_heads, EncoderRead,
 };
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
@@ -449,13 +449,10 @@ impl Guard {
 
     fn verdict(&self, text: &str, analysis: &Analysis, started: Instant) -> Result<Verdict> {
         let reading = self.encoder_reading();
-        let encoder_read = analysis
-            .encoder_output
-            .as_ref()
-            .map(|output| EncoderRead {
-                reading: &reading,
-                output,
-            });
+        let encoder_read = analysis.encoder_output.as_ref().map(|output| EncoderRead {
+            reading: &reading,
+            output,
+        });
         let results = self
             .validators
             .iter()
@@ -468,12 +465,9 @@ impl Guard {
                 };
                 let learned = match head {
                     Some(head) => {
-                        let input = head_input(
-                            &head.features,
-                            analysis.encoding.as_ref(),
-                            encoder_read,
-                        )
-                        .map_err(head_failed)?;
+                        let input =
+                            head_input(&head.features, analysis.encoding.as_ref(), encoder_read)
+                                .map_err(head_failed)?;
                         let p = head
                             .probability(&input)
                             .map_err(|e| head_failed(e.to_string()))?;

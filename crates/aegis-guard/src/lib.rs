@@ -18,7 +18,7 @@ pub use guard::{
 };
 pub use heads::{
     check_binding, encoder_context_hash, encoder_reading, encoding_context_hash, encoding_prompt,
-    head_input, head_path, heads_dir, EncoderRead, heads_unavailable, layers_read, load_heads,
+    head_input, head_path, heads_dir, heads_unavailable, layers_read, load_heads, EncoderRead,
     DECODER_HEADS_DIR, ENCODING_PREAMBLE, HEADS_DIR,
 };
 pub use language::Language;

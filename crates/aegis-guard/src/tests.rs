@@ -455,12 +455,18 @@ fn encoder_heads_on_an_intermediate_layer_stop_the_reading_there() {
 
     // A layer the encoder does not have is refused.
     on_layer.features.layers = vec![3];
-    let err = Guard::new(Arc::new(FakeModel::new(vec![])), vec![validator("toxic", 1)])
-        .with_encoder(Some(encoder))
-        .with_head(on_layer)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("reads layer 3, but the encoder has 2 layers"), "{err}");
+    let err = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![validator("toxic", 1)],
+    )
+    .with_encoder(Some(encoder))
+    .with_head(on_layer)
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("reads layer 3, but the encoder has 2 layers"),
+        "{err}"
+    );
 }
 
 #[test]

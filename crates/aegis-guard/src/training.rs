@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use aegis_engine::EncoderReading;
 use aegis_heads::{
     candidate_label, cv_metrics, metrics_by_language, train, CvMetrics, Encoder, Example, Features,
     Head, ModelBinding, TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
 };
-use aegis_engine::EncoderReading;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -211,7 +211,10 @@ pub fn message_features(
     // one. A deeper earlier read holds these layers too.
     let (layers, embedded): (Vec<usize>, bool) = match guard.encoder() {
         Some(encoder) => ((1..=depth.min(encoder.info().layers)).collect(), true),
-        None => ((1..=depth.min(guard.model().info().layers)).collect(), false),
+        None => (
+            (1..=depth.min(guard.model().info().layers)).collect(),
+            false,
+        ),
     };
     let wanted = layers.len() + usize::from(embedded);
     let mut encoded: Vec<Option<Result<Vec<Vec<f32>>>>> = texts

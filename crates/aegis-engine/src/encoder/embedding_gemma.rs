@@ -282,7 +282,10 @@ impl EmbeddingGemma {
             }
         }
         if reading.embedding {
-            let at_last = taps.iter().position(|&t| t == last).unwrap_or(taps.len() - 1);
+            let at_last = taps
+                .iter()
+                .position(|&t| t == last)
+                .unwrap_or(taps.len() - 1);
             let mut x = pooled(&self.model.final_normed(&streams[at_last])?)?;
             for weight in &self.dense {
                 x = x.matmul(&weight.t()?)?;

@@ -93,9 +93,7 @@ pub trait SentenceEncoder: Send + Sync {
     fn embed_batch(&self, texts: &[&str]) -> Vec<Result<Vec<f32>>> {
         self.read_batch(texts, &EncoderReading::embedding())
             .into_iter()
-            .map(|read| {
-                read.map(|output| output.embedding.unwrap_or_default())
-            })
+            .map(|read| read.map(|output| output.embedding.unwrap_or_default()))
             .collect()
     }
 

@@ -300,9 +300,8 @@ impl Gemma3 {
             positions.extend(0..len);
             // Bidirectional attention within one sequence hides nothing but what lies beyond the
             // window; a sequence no longer than the window needs no mask at all.
-            let unmasked = |window: Option<usize>| {
-                cfg.bidirectional && window.is_none_or(|w| len <= w)
-            };
+            let unmasked =
+                |window: Option<usize>| cfg.bidirectional && window.is_none_or(|w| len <= w);
             let mask = |window: Option<usize>| -> Result<Option<Tensor>> {
                 Ok(if unmasked(window) {
                     None
@@ -415,7 +414,10 @@ impl Gemma3 {
             .to_dtype(self.dtype)
         };
         Ok(AttentionGroup {
-            masks: (Some(mask(None)?), Some(mask(Some(self.config.sliding_window))?)),
+            masks: (
+                Some(mask(None)?),
+                Some(mask(Some(self.config.sliding_window))?),
+            ),
             rows: rows.start - chunk_start..rows.end - chunk_start,
             fixed,
             select: KeySelect::Columns(Tensor::new(columns.as_slice(), &self.device)?),
