@@ -20,6 +20,17 @@ fn check_with_templates(prompts: &std::path::Path, text: &str) -> std::process::
     ])
 }
 
+/// The words of `validator`'s line in `aegis check`'s table: validator, score, by, prompt,
+/// threshold, verdict.
+fn table_row<'a>(table: &'a str, validator: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .find(|l| l.starts_with(&format!("{validator} ")))
+        .unwrap_or_else(|| panic!("a {validator} line: {table}"))
+        .split_whitespace()
+        .collect()
+}
+
 #[test]
 fn shipped_heads_rank_the_obvious_cases() {
     let toxic = scores("dasar goblok kamu anjing")["toxic"]
@@ -328,13 +339,7 @@ fn each_reader_runs_its_own_heads_and_refuses_the_others() {
         .as_f64()
         .expect("a tuned threshold");
     let table = stdout(&out);
-    let toxic: Vec<&str> = table
-        .lines()
-        .find(|l| l.starts_with("toxic "))
-        .expect("a toxic line")
-        .split_whitespace()
-        .collect();
-    // validator, score, by, prompt, threshold, verdict
+    let toxic = table_row(&table, "toxic");
     assert_eq!(toxic[2], "head", "{table}");
     assert_eq!(toxic[5], "FAILED", "{table}");
     let threshold: f64 = toxic[4].parse().expect("threshold");
@@ -421,11 +426,5 @@ fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
     let table = stdout(&out);
-    let toxic: Vec<&str> = table
-        .lines()
-        .find(|l| l.starts_with("toxic "))
-        .expect("a toxic line")
-        .split_whitespace()
-        .collect();
-    assert_eq!(toxic[2], "head", "{table}");
+    assert_eq!(table_row(&table, "toxic")[2], "head", "{table}");
 }
