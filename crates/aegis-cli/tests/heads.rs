@@ -31,6 +31,18 @@ fn table_row<'a>(table: &'a str, validator: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// `aegis train ARGS` with its feature cache in `dir`; it must succeed.
+fn train(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["train"];
+    all.extend_from_slice(args);
+    let out = aegis_command(&all)
+        .env("AEGIS_FEATURE_CACHE", dir.join("cache"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 #[test]
 fn shipped_heads_rank_the_obvious_cases() {
     let toxic = scores("dasar goblok kamu anjing")["toxic"]
@@ -158,7 +170,6 @@ fn training_is_deterministic_end_to_end() {
     let train = |out: &str, extra: &[&str]| {
         let out_dir = dir.path().join(out);
         let mut args = vec![
-            "train",
             "toxic",
             "--data",
             data.to_str().expect("path"),
@@ -172,11 +183,7 @@ fn training_is_deterministic_end_to_end() {
             out_dir.to_str().expect("path"),
         ];
         args.extend_from_slice(extra);
-        let result = aegis_command(&args)
-            .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
-            .output()
-            .expect("runs");
-        assert!(result.status.success(), "{}", stderr(&result));
+        let result = train(dir.path(), &args);
         assert!(stdout(&result).contains("toxic"), "{}", stdout(&result));
         std::fs::read(out_dir.join("toxic.json")).expect("head written")
     };
@@ -218,23 +225,21 @@ fn training_reports_held_out_sources_first() {
         .collect();
     let data = dir.path().join("sources.jsonl");
     std::fs::write(&data, rows.join("\n")).expect("write");
-    let out = aegis_command(&[
-        "train",
-        "toxic",
-        "--data",
-        data.to_str().expect("path"),
-        "--encoder",
-        "decoder",
-        "--layers",
-        "6",
-        "--folds",
-        "3",
-        "--dry-run",
-    ])
-    .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
-    .output()
-    .expect("runs");
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = train(
+        dir.path(),
+        &[
+            "toxic",
+            "--data",
+            data.to_str().expect("path"),
+            "--encoder",
+            "decoder",
+            "--layers",
+            "6",
+            "--folds",
+            "3",
+            "--dry-run",
+        ],
+    );
     let report = stdout(&out);
     assert!(report.contains("held-out sources"), "{report}");
     let header = report
@@ -285,22 +290,20 @@ fn reviews_join_the_training_data() {
     ]);
     assert!(review.status.success(), "{}", stderr(&review));
     let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
-    let out = aegis_command(&[
-        "train",
-        "toxic",
-        "--data",
-        data.to_str().expect("path"),
-        "--from-reviews",
-        "--db",
-        db_arg,
-        "--folds",
-        "3",
-        "--dry-run",
-    ])
-    .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
-    .output()
-    .expect("runs");
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = train(
+        dir.path(),
+        &[
+            "toxic",
+            "--data",
+            data.to_str().expect("path"),
+            "--from-reviews",
+            "--db",
+            db_arg,
+            "--folds",
+            "3",
+            "--dry-run",
+        ],
+    );
     assert!(
         stderr(&out).contains("1 reviewed messages from history"),
         "{}",
@@ -393,22 +396,20 @@ fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
     )
     .expect("copy template");
     let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
-    let out = aegis_command(&[
-        "train",
-        "toxic",
-        "--data",
-        data.to_str().expect("path"),
-        "--folds",
-        "3",
-        "--layers",
-        "4",
-        "--prompts",
-        prompts.to_str().expect("path"),
-    ])
-    .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
-    .output()
-    .expect("runs");
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = train(
+        dir.path(),
+        &[
+            "toxic",
+            "--data",
+            data.to_str().expect("path"),
+            "--folds",
+            "3",
+            "--layers",
+            "4",
+            "--prompts",
+            prompts.to_str().expect("path"),
+        ],
+    );
     assert!(
         stdout(&out).contains("toxic: layer candidates"),
         "{}",

@@ -74,7 +74,7 @@ pub fn candidate_label(layers: &[usize]) -> String {
 }
 
 /// `8+12` for layers 8 and 12.
-pub fn layers_label(layers: &[usize]) -> String {
+fn layers_label(layers: &[usize]) -> String {
     layers
         .iter()
         .map(usize::to_string)
