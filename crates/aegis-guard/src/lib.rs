@@ -3,15 +3,18 @@
 
 mod compat;
 mod error;
+mod features;
 mod guard;
 mod heads;
 mod language;
 mod prompts_dir;
 mod template;
 mod training;
+mod verdict;
 
 pub use compat::{ChatResponse, Step, ValidateResponse};
 pub use error::{GuardError, Result};
+pub use features::{message_features, FeatureCache, MessageFeatures};
 pub use guard::{
     Analysis, Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion,
     ValidatorResult, Verdict,
@@ -25,8 +28,7 @@ pub use language::Language;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
 pub use template::{load_validators, LoadedValidators, Rejection, Validator, PLACEHOLDER};
 pub use training::{
-    message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures,
-    ScoringQuality, ValidatorTraining,
+    train_validator, LabelledMessage, LayerSearch, ScoringQuality, ValidatorTraining,
 };
 
 #[cfg(test)]

@@ -1,0 +1,82 @@
+//! What the guard says about one message: a result per validator, and the verdict around them.
+
+use serde::Serialize;
+
+use crate::language::Language;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum Status {
+    Passed,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// What decided a validator's score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum ScoreSource {
+    /// The prompt's P(Yes).
+    Prompt,
+    /// A learned head on the shared encoding of the message.
+    Head,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ValidatorResult {
+    pub key: String,
+    pub name: String,
+    /// P(violation), in (0, 1): the learned score when the validator has a usable head, else the
+    /// prompt's.
+    pub score: f32,
+    /// P(Yes) from the validator's own prompt: computed where the prompt decides, or where it was
+    /// asked for (`Guard::with_prompt_scores`); a head-decided validator skips it otherwise.
+    pub prompt_score: Option<f32>,
+    /// The head's calibrated probability, when a head for this model exists.
+    pub learned_score: Option<f32>,
+    pub decided_by: ScoreSource,
+    pub threshold: f32,
+    /// The score is below the threshold.
+    pub passed: bool,
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct TemplateVersion {
+    pub key: String,
+    pub content_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ModelRef {
+    pub id: String,
+    pub content_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Verdict {
+    pub status: Status,
+    /// "aman" when every validator passed, else the failed keys joined by ", " (original API).
+    pub case: String,
+    pub results: Vec<ValidatorResult>,
+    /// Empty when passed.
+    pub rejection_message: String,
+    pub language: Language,
+    pub model: ModelRef,
+    pub templates: Vec<TemplateVersion>,
+    pub latency_ms: f64,
+}
