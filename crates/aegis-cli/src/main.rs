@@ -8,6 +8,7 @@ mod import;
 mod model_cmd;
 mod options;
 mod serve;
+mod teach;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,10 @@ enum Command {
     Eval(Box<eval::EvalArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
+    /// Labelled examples that teach a validator: add, list, import, remove.
+    Examples(Box<teach::ExamplesArgs>),
+    /// Versions of the heads applied to validators: list, revert.
+    Heads(Box<teach::HeadsArgs>),
     /// Time verdicts: the original method, one prompt at a time, our fast path and llama.cpp.
     Bench(Box<bench::BenchArgs>),
     /// Model utilities.
@@ -69,6 +74,8 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),
         Command::History(args) => history_cmd::run(*args),
+        Command::Examples(args) => teach::run_examples(*args),
+        Command::Heads(args) => teach::run_heads(*args),
         Command::Bench(args) => bench::run(*args),
         Command::Model(command) => model_cmd::run(command),
     };

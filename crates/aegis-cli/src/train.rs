@@ -21,11 +21,15 @@ pub struct TrainArgs {
     /// Validators to train (default: every one with labels in the data).
     pub validators: Vec<String>,
     /// Labelled messages, JSONL: {"text", "lang", "labels": {"spam": true|false|null, ...}}.
-    #[arg(long, required_unless_present = "from_reviews")]
+    #[arg(long, required_unless_present_any = ["from_reviews", "examples"])]
     pub data: Vec<PathBuf>,
     /// Add reviewers' decisions from history: an overturn flips the guard's result into the label.
     #[arg(long)]
     pub from_reviews: bool,
+    /// Add the examples taught in the history database (`aegis examples`, the Teach view) to the
+    /// data; each applied head is recorded there as a version either way (`aegis heads`).
+    #[arg(long)]
+    pub examples: bool,
     #[command(flatten)]
     pub db: DbArgs,
     /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
@@ -107,6 +111,11 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         let reviewed = reviewed_messages(&args.db)?;
         eprintln!("{} reviewed messages from history", reviewed.len());
         messages.extend(reviewed);
+    }
+    if args.examples {
+        let taught = taught_messages(&args.db)?;
+        eprintln!("{} taught examples from history", taught.len());
+        messages.extend(taught);
     }
     // Heads on the encoder read it here, whatever serves the model.
     anyhow::ensure!(
@@ -202,8 +211,13 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         None => heads_dir(&args.guard.prompts_dir()?, guard.encoder().is_some()),
     };
     for key in &keys {
+        let started = Instant::now();
         let mut trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
         print_report(&trained);
+        eprintln!(
+            "{key}: trained in {:.1} s (features read beforehand)",
+            started.elapsed().as_secs_f64()
+        );
         let threshold = if args.tune_thresholds {
             tune_threshold(&guard, &trained, args.benign_budget, args.dry_run)?
         } else {
@@ -224,8 +238,10 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         if !args.dry_run {
             let path = out_dir.join(format!("{key}.json"));
             trained.head.save(&path)?;
+            let version =
+                crate::teach::record_head_version(&args.db, &trained.head, "aegis train")?;
             eprintln!(
-                "wrote {} (layers {}, alpha {})",
+                "wrote {} (layers {}, alpha {}), head version {version}",
                 path.display(),
                 trained.head.features.label(),
                 trained.head.training.alpha
@@ -428,6 +444,29 @@ fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
         anyhow::Ok(examples?)
     })?;
     Ok(examples.into_iter().map(|e| e.into_labelled()).collect())
+}
+
+/// The taught examples as labelled rows: each labels its own validator only, and its origin is its
+/// group in validation by source.
+fn taught_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let examples = runtime.block_on(async {
+        let store = db.open().await?;
+        let examples = store.examples(None).await;
+        store.close().await;
+        anyhow::Ok(examples?)
+    })?;
+    Ok(examples
+        .into_iter()
+        .map(|e| LabelledMessage {
+            id: Some(format!("example:{}", e.id)),
+            text: e.text,
+            lang: Some(e.language),
+            labels: [(e.validator, Some(e.violates))].into(),
+            source: Some(format!("taught-{}", e.origin.as_str())),
+            kind: None,
+        })
+        .collect())
 }
 
 fn default_feature_cache() -> PathBuf {

@@ -8,6 +8,7 @@ mod gpu;
 mod heads;
 mod history;
 mod remote;
+mod teach;
 
 fn aegis(args: &[&str]) -> Output {
     aegis_command(args).output().expect("aegis runs")

@@ -2,7 +2,7 @@
 //! preamble the message is encoded after (never to the policy text: heads do not read it).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -174,11 +174,16 @@ impl Head {
             path: path.to_path_buf(),
             source,
         })?;
+        Self::from_bytes(&raw, path)
+    }
+
+    /// A head from a file's bytes, checked as [`Head::load`] checks it; `path` names it in errors.
+    pub fn from_bytes(raw: &[u8], path: &Path) -> Result<Self> {
         let invalid = |message: String| HeadError::Invalid {
             path: path.to_path_buf(),
             message,
         };
-        let head: Head = serde_json::from_slice(&raw).map_err(|e| invalid(e.to_string()))?;
+        let head: Head = serde_json::from_slice(raw).map_err(|e| invalid(e.to_string()))?;
         if head.format != HEAD_FORMAT {
             return Err(invalid(format!(
                 "format {} is not the supported {HEAD_FORMAT}; retrain it with `aegis train`",
@@ -200,23 +205,19 @@ impl Head {
         Ok(head)
     }
 
-    /// Writes the head atomically: a crash never leaves half a file where a head was.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let write_err = |source| HeadError::Write {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut json = serde_json::to_string_pretty(self).map_err(|e| HeadError::Invalid {
-            path: path.to_path_buf(),
+    /// The file's bytes: pretty JSON and a final newline.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut json = serde_json::to_vec_pretty(self).map_err(|e| HeadError::Invalid {
+            path: PathBuf::from(format!("{}.json", self.validator)),
             message: e.to_string(),
         })?;
-        json.push('\n');
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(write_err)?;
-        }
-        let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, json).map_err(write_err)?;
-        std::fs::rename(&partial, path).map_err(write_err)
+        json.push(b'\n');
+        Ok(json)
+    }
+
+    /// Writes the head atomically: a crash never leaves half a file where a head was.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write_atomically(path, &self.to_bytes()?)
     }
 
     /// Calibrated probability that the features show a violation.
@@ -245,6 +246,21 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
         let e = z.exp();
         e / (1.0 + e)
     }
+}
+
+/// Writes `bytes` to `path` through a sibling file and a rename, so a crash leaves either the old
+/// file or the new one. Reverting a head writes its stored bytes this way, unchanged.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let write_err = |source| HeadError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(write_err)?;
+    }
+    let partial = path.with_extension("json.partial");
+    std::fs::write(&partial, bytes).map_err(write_err)?;
+    std::fs::rename(&partial, path).map_err(write_err)
 }
 
 #[cfg(test)]

@@ -7,13 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use linfa::prelude::*;
-use linfa_logistic::LogisticRegression;
 use ndarray::{Array1, Array2, Axis};
 
 use crate::error::{HeadError, Result};
 use crate::head::{sigmoid, CvMetrics, Validation};
 use crate::metrics::{binary_metrics, roc_auc};
+use crate::solver::fit_logistic;
 
 /// One labelled message's features.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,12 +119,16 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
         },
     };
 
-    // Largest strength first, so a tie keeps the simpler model.
+    // Largest strength first, so a tie keeps the simpler model; each fold's fit starts from its
+    // fit at the previous strength, which is close (a regularisation path).
     let mut alphas = options.alphas.clone();
     alphas.sort_by(|a, b| b.total_cmp(a));
     let mut best: Option<(f64, f64, Array1<f64>)> = None;
+    let mut starts: Vec<Option<(Array1<f64>, f64)>> = vec![None; folds];
     for &alpha in &alphas {
-        let decisions = out_of_fold_decisions(&x, &labels, &fold_of, folds, alpha)?;
+        let (decisions, fitted) =
+            out_of_fold_decisions(&x, &labels, &fold_of, folds, alpha, &starts)?;
+        starts = fitted.into_iter().map(Some).collect();
         let auc = roc_auc(decisions.as_slice().unwrap_or_default(), &labels).unwrap_or(0.5);
         if best.as_ref().is_none_or(|(best_auc, _, _)| auc > *best_auc) {
             best = Some((auc, alpha, decisions));
@@ -143,7 +146,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
         .map(|d| sigmoid(slope * d + offset))
         .collect();
 
-    let model = fit(&x, &labels, alpha)?;
+    let model = fit(&x, &labels, alpha, None)?;
     // Fold standardisation and calibration into one linear map on raw features.
     let weights: Vec<f32> = model
         .weights
@@ -168,8 +171,15 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     // needs no calibration, and P/R/F1 are read off the by-source calibration.
     let random_folds = if validation == Validation::BySource {
         let random_fold_of = stratified_folds(&labels, options.folds.max(2));
-        let random =
-            out_of_fold_decisions(&x, &labels, &random_fold_of, options.folds.max(2), alpha)?;
+        let folds = options.folds.max(2);
+        let (random, _) = out_of_fold_decisions(
+            &x,
+            &labels,
+            &random_fold_of,
+            folds,
+            alpha,
+            &vec![None; folds],
+        )?;
         let scores: Vec<f64> = random.iter().map(|d| sigmoid(slope * d + offset)).collect();
         Some(report(&scores))
     } else {
@@ -319,30 +329,68 @@ fn source_folds(
     Ok((fold_of, folds))
 }
 
+/// A fold's fitted weights and intercept, in its own standardised space.
+type FoldFit = (Array1<f64>, f64);
+
+/// Held-out decision values for every row, fitting one model per fold. The folds are fitted in
+/// parallel; each fit is deterministic, so the result does not depend on the thread count.
+/// Returns the decisions and each fold's fitted weights and intercept (in its own standardised
+/// space), to warm-start the next strength.
 fn out_of_fold_decisions(
     x: &Array2<f64>,
     labels: &[bool],
     fold_of: &[usize],
     folds: usize,
     alpha: f64,
-) -> Result<Array1<f64>> {
-    let mut decisions = Array1::zeros(labels.len());
-    for fold in 0..folds {
+    starts: &[Option<FoldFit>],
+) -> Result<(Array1<f64>, Vec<FoldFit>)> {
+    let fit_fold = |fold: usize| -> Result<(Vec<usize>, Array1<f64>, LinearModel)> {
         let (train, test): (Vec<usize>, Vec<usize>) =
             (0..labels.len()).partition(|&i| fold_of[i] != fold);
         let train_labels: Vec<bool> = train.iter().map(|&i| labels[i]).collect();
-        let model = fit(&x.select(Axis(0), &train), &train_labels, alpha)?;
+        let start = starts.get(fold).and_then(|s| s.as_ref());
+        let model = fit(&x.select(Axis(0), &train), &train_labels, alpha, start)?;
         let held_out = model.decision(&x.select(Axis(0), &test));
+        Ok((test, held_out, model))
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut fitted: Vec<Option<Result<_>>> = (0..folds).map(|_| None).collect();
+    for batch in (0..folds).collect::<Vec<_>>().chunks(workers.max(1)) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|&fold| (fold, scope.spawn(move || fit_fold(fold))))
+                .collect();
+            for (fold, handle) in handles {
+                fitted[fold] = Some(
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err(HeadError::Fit("a fold's fit panicked".into()))),
+                );
+            }
+        });
+    }
+    let mut decisions = Array1::zeros(labels.len());
+    let mut models = Vec::with_capacity(folds);
+    for result in fitted.into_iter().flatten() {
+        let (test, held_out, model) = result?;
         for (&i, d) in test.iter().zip(held_out) {
             decisions[i] = d;
         }
+        models.push((model.weights, model.intercept));
     }
-    Ok(decisions)
+    Ok((decisions, models))
 }
 
-/// Standardises on `x`, repeats the smaller class's rows (in order, cyclically) until the classes
-/// are the same size, and fits the L2 logistic regression.
-fn fit(x: &Array2<f64>, labels: &[bool], alpha: f64) -> Result<LinearModel> {
+/// Standardises on `x`, weights the smaller class's rows so the classes weigh the same (as if its
+/// rows were repeated in order, cyclically, up to the larger class's count), and fits the L2
+/// logistic regression.
+fn fit(
+    x: &Array2<f64>,
+    labels: &[bool],
+    alpha: f64,
+    start: Option<&(Array1<f64>, f64)>,
+) -> Result<LinearModel> {
     let mean = x
         .mean_axis(Axis(0))
         .ok_or_else(|| HeadError::Fit("no rows".into()))?;
@@ -350,23 +398,14 @@ fn fit(x: &Array2<f64>, labels: &[bool], alpha: f64) -> Result<LinearModel> {
         .std_axis(Axis(0), 0.0)
         .mapv(|s| if s > 1e-12 { s } else { 1.0 });
     let standardised = (x - &mean) / &scale;
-
-    let (pos, neg): (Vec<usize>, Vec<usize>) = (0..labels.len()).partition(|&i| labels[i]);
-    let (minority, majority) = if pos.len() < neg.len() {
-        (&pos, &neg)
-    } else {
-        (&neg, &pos)
-    };
-    let mut rows: Vec<usize> = (0..labels.len()).collect();
-    rows.extend(
-        minority
-            .iter()
-            .cycle()
-            .take(majority.len() - minority.len()),
-    );
-    let balanced_x = standardised.select(Axis(0), &rows);
-    let balanced_y: Array1<bool> = rows.iter().map(|&i| labels[i]).collect();
-    let (weights, intercept) = logistic(balanced_x, balanced_y, alpha)?;
+    let row_weights = balancing_weights(labels);
+    let (weights, intercept) = fit_logistic(
+        standardised.view(),
+        labels,
+        &row_weights,
+        alpha,
+        start.map(|(w, b)| (w, *b)),
+    )?;
     Ok(LinearModel {
         mean,
         scale,
@@ -375,21 +414,35 @@ fn fit(x: &Array2<f64>, labels: &[bool], alpha: f64) -> Result<LinearModel> {
     })
 }
 
-/// L2 logistic regression via linfa; returns weights and intercept for P(true).
-fn logistic(x: Array2<f64>, y: Array1<bool>, alpha: f64) -> Result<(Array1<f64>, f64)> {
-    let fitted = LogisticRegression::default()
-        .alpha(alpha)
-        .max_iterations(1_000)
-        .gradient_tolerance(1e-6)
-        .fit(&Dataset::new(x, y))
-        .map_err(|e| HeadError::Fit(e.to_string()))?;
-    let (weights, intercept) = (fitted.params().clone(), fitted.intercept());
-    // linfa models the "larger" class; for booleans that is `true`, but do not rely on it.
-    Ok(if fitted.labels().pos.class {
-        (weights, intercept)
+/// Each row's weight when the smaller class's rows are repeated in order, cyclically, until the
+/// classes are the same size.
+fn balancing_weights(labels: &[bool]) -> Vec<f64> {
+    let positives = labels.iter().filter(|&&l| l).count();
+    let negatives = labels.len() - positives;
+    let (minority_label, minority, majority) = if positives < negatives {
+        (true, positives, negatives)
     } else {
-        (-weights, -intercept)
-    })
+        (false, negatives, positives)
+    };
+    if minority == 0 {
+        return vec![1.0; labels.len()];
+    }
+    let (each, remainder) = (
+        (majority - minority) / minority,
+        (majority - minority) % minority,
+    );
+    let mut seen = 0;
+    labels
+        .iter()
+        .map(|&label| {
+            if label != minority_label {
+                return 1.0;
+            }
+            let weight = 1 + each + usize::from(seen < remainder);
+            seen += 1;
+            weight as f64
+        })
+        .collect()
 }
 
 /// Platt scaling: a one-feature logistic regression from decision value to label, unbalanced.
@@ -399,7 +452,7 @@ fn platt(decisions: &Array1<f64>, labels: &[bool]) -> Result<(f64, f64)> {
         .clone()
         .into_shape_with_order((decisions.len(), 1))
         .map_err(|e| HeadError::Fit(e.to_string()))?;
-    let (w, b) = logistic(x, labels.iter().copied().collect(), 1.0)?;
+    let (w, b) = fit_logistic(x.view(), labels, &vec![1.0; labels.len()], 1.0, None)?;
     Ok((w[0], b))
 }
 
@@ -528,6 +581,22 @@ mod tests {
         let trained = train(&examples, &TrainOptions::default()).expect("train");
         assert_eq!(trained.validation, Validation::RandomFolds);
         assert!(trained.fallback.expect("a reason").contains("source"));
+    }
+
+    #[test]
+    fn the_smaller_class_weighs_as_much_as_the_larger() {
+        let labels = [true, false, false, true, false, false, false, false];
+        // 2 positives against 6 negatives: each positive counts 3 times.
+        assert_eq!(
+            balancing_weights(&labels),
+            vec![3.0, 1.0, 1.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+        );
+        // 3 against 4: the first positive counts twice, as the cyclic repeat would.
+        let labels = [false, true, true, false, true, false, false];
+        assert_eq!(
+            balancing_weights(&labels),
+            vec![1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 use crate::error::ApiError;
-use crate::routes::AppState;
+use crate::state::AppState;
 
 pub async fn require_token(
     State(state): State<Arc<AppState>>,

@@ -4,6 +4,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use aegis_guard::GuardError;
+use aegis_runtime::WorkerError;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -45,5 +48,43 @@ impl IntoResponse for ApiError {
             }
         }
         response
+    }
+}
+
+/// What a client is told to wait when the model server is down: about one retry cycle of its
+/// client (connect timeout plus backoff), so a client does not hammer a server that is restarting.
+const BACKEND_RETRY_AFTER_S: u32 = 5;
+
+pub(crate) fn worker_error(error: WorkerError) -> ApiError {
+    match error {
+        WorkerError::Busy(_) => ApiError::busy(error.to_string(), 1),
+        WorkerError::Loading => ApiError::busy(error.to_string(), 5),
+        WorkerError::Failed(_) | WorkerError::Stopped => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "model_unavailable",
+            error.to_string(),
+        ),
+        WorkerError::Guard(GuardError::Engine(
+            e @ aegis_engine::EngineError::BackendUnavailable { .. },
+        )) => ApiError {
+            code: "backend_unavailable",
+            ..ApiError::busy(e.to_string(), BACKEND_RETRY_AFTER_S)
+        },
+        WorkerError::Guard(GuardError::EmptyText) => {
+            ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
+        }
+        WorkerError::Guard(e @ GuardError::TooLong { .. }) => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "text_too_long",
+            e.to_string(),
+        ),
+        WorkerError::Guard(e) => {
+            tracing::error!(error = %e, "guard failed");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "guard_failed",
+                e.to_string(),
+            )
+        }
     }
 }

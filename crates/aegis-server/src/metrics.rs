@@ -15,7 +15,7 @@ use aegis_guard::Verdict;
 use aegis_runtime::ModelStatus;
 
 use crate::error::ApiError;
-use crate::routes::{probe_model, AppState};
+use crate::state::AppState;
 
 /// Seconds: a short message on a GPU takes tens of milliseconds, a long one on a 2-core CPU or a
 /// busy model server seconds.
@@ -138,7 +138,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let (state_name, info) = match state.worker.status() {
         ModelStatus::Loading => ("loading", None),
         ModelStatus::Failed(_) => ("failed", None),
-        ModelStatus::Ready(info) => match probe_model(&state).await {
+        ModelStatus::Ready(info) => match state.probe_model().await {
             Some(_) => ("unavailable", Some(info)),
             None => ("ready", Some(info)),
         },

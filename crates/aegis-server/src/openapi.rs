@@ -68,6 +68,19 @@ pub fn document() -> Value {
                 "200": {"description": "Running", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}}}
             }}},
             "/validators": {"get": {"summary": "The loaded validators", "responses": validators_responses}},
+            "/feedback": {"post": {
+                "summary": "Report a verdict the guard got wrong: it becomes a labelled example for retraining the validator (aegis train --examples, the Teach view)",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackRequest"}}}},
+                "responses": {
+                    "201": {"description": "A new example", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackResponse"}}}},
+                    "200": {"description": "The same text and label were there: counted again", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackResponse"}}}},
+                    "400": {"description": "Malformed JSON", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "401": {"description": "Missing or wrong bearer token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "404": {"description": "No such verdict in history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "422": {"description": "Unknown validator, empty or oversized text, or both or neither of verdict_id and text", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "503": {"description": "The model is loading, or the server keeps no history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                }
+            }},
             "/metrics": {"get": {"summary": "Prometheus metrics: requests, verdict latency, verdicts per validator, failures, queue, model state", "responses": {"200": {"description": "Prometheus text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"description": "A token is set and was not sent"}}}},
             "/openapi.json": {"get": {"summary": "This document", "responses": {
                 "200": {"description": "OpenAPI 3.0 document", "content": {"application/json": {"schema": {"type": "object"}}}},
@@ -76,6 +89,28 @@ pub fn document() -> Value {
         },
         "components": {
             "schemas": {
+                "FeedbackRequest": {
+                    "type": "object",
+                    "required": ["validator", "violates"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "validator": {"type": "string", "description": "The validator whose answer was wrong (GET /validators lists them)"},
+                        "violates": {"type": "boolean", "description": "The correct answer: true when the text violates the policy"},
+                        "verdict_id": {"type": "integer", "description": "A recorded verdict; give this or text"},
+                        "text": {"type": "string", "description": "The message; give this or verdict_id"},
+                        "lang": {"type": "string", "description": "id or en; detected when left out"}
+                    }
+                },
+                "FeedbackResponse": {
+                    "type": "object",
+                    "required": ["example_id", "validator", "violates", "merged"],
+                    "properties": {
+                        "example_id": {"type": "integer"},
+                        "validator": {"type": "string"},
+                        "violates": {"type": "boolean"},
+                        "merged": {"type": "boolean"}
+                    }
+                },
                 "GuardRequest": {
                     "type": "object",
                     "required": ["user_id", "question"],

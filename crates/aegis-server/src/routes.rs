@@ -1,62 +1,23 @@
 //! Endpoints. Handlers are thin: parse, ask the worker, record, shape the answer.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aegis_engine::SYNTHETIC_WARNING;
 use aegis_guard::{ChatResponse, GuardError, ValidateResponse, Verdict};
-use aegis_store::{Source, Store};
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use aegis_store::Source;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::error::ApiError;
-use aegis_runtime::{check_and_record, ModelStatus, Submitter, Worker, WorkerError};
-
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// When set, every endpoint but `/health` needs `Authorization: Bearer <token>`.
-    pub token: Option<String>,
-    pub max_body_bytes: usize,
-    /// Origins allowed by CORS; empty turns CORS off.
-    pub cors_origins: Vec<String>,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            token: None,
-            max_body_bytes: 64 * 1024,
-            cors_origins: Vec::new(),
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct AppState {
-    pub worker: Worker,
-    pub store: Option<Arc<Store>>,
-    pub config: ServerConfig,
-    moderation_ids: AtomicU64,
-}
-
-impl AppState {
-    pub fn new(worker: Worker, store: Option<Arc<Store>>, config: ServerConfig) -> Self {
-        Self {
-            worker,
-            store,
-            config,
-            moderation_ids: AtomicU64::new(0),
-        }
-    }
-}
+use crate::error::{worker_error, ApiError};
+use crate::json::ApiJson;
+use crate::state::AppState;
+use aegis_runtime::{check_and_record, ModelStatus, Submitter};
 
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new()
@@ -65,6 +26,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health))
         .route("/v1/moderations", post(moderations))
         .route("/validators", get(validators))
+        .route("/feedback", post(crate::feedback::feedback))
         .route("/openapi.json", get(openapi))
         .route("/metrics", get(crate::metrics::metrics))
         .fallback(not_found)
@@ -98,85 +60,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// JSON bodies whose every rejection answers in the API's error shape.
-struct ApiJson<T>(T);
-
-impl<S, T> FromRequest<S> for ApiJson<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(json_error(rejection)),
-        }
-    }
-}
-
-fn json_error(rejection: JsonRejection) -> ApiError {
-    let status = rejection.status();
-    let code = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "invalid_request",
-        _ => "malformed_json",
-    };
-    let message = match status {
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            "send the body as JSON with Content-Type: application/json".to_string()
-        }
-        StatusCode::PAYLOAD_TOO_LARGE => "the request body is over the size limit".to_string(),
-        _ => rejection.body_text(),
-    };
-    ApiError::new(status, code, message)
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GuardRequest {
     user_id: String,
     question: String,
-}
-
-/// What a client is told to wait when the model server is down: about one retry cycle of its
-/// client (connect timeout plus backoff), so a client does not hammer a server that is restarting.
-const BACKEND_RETRY_AFTER_S: u32 = 5;
-
-fn worker_error(error: WorkerError) -> ApiError {
-    match error {
-        WorkerError::Busy(_) => ApiError::busy(error.to_string(), 1),
-        WorkerError::Loading => ApiError::busy(error.to_string(), 5),
-        WorkerError::Failed(_) | WorkerError::Stopped => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "model_unavailable",
-            error.to_string(),
-        ),
-        WorkerError::Guard(GuardError::Engine(
-            e @ aegis_engine::EngineError::BackendUnavailable { .. },
-        )) => ApiError {
-            code: "backend_unavailable",
-            ..ApiError::busy(e.to_string(), BACKEND_RETRY_AFTER_S)
-        },
-        WorkerError::Guard(GuardError::EmptyText) => {
-            ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
-        }
-        WorkerError::Guard(e @ GuardError::TooLong { .. }) => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "text_too_long",
-            e.to_string(),
-        ),
-        WorkerError::Guard(e) => {
-            tracing::error!(error = %e, "guard failed");
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "guard_failed",
-                e.to_string(),
-            )
-        }
-    }
 }
 
 /// Checks and records one message.
@@ -249,7 +137,7 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
                 model["synthetic"] = json!(true);
                 model["warning"] = json!(SYNTHETIC_WARNING);
             }
-            if let Some(problem) = probe_model(&state).await {
+            if let Some(problem) = state.probe_model().await {
                 status = "degraded";
                 model["state"] = json!("unavailable");
                 model["error"] = json!(problem);
@@ -263,17 +151,6 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
         "message": "Guardian Validation API is running",
         "model": model,
     }))
-}
-
-/// Asks the model whether it can answer now (a model server may have gone away since it was
-/// connected); `None` when it can. Off the async threads: the probe blocks, briefly.
-pub(crate) async fn probe_model(state: &AppState) -> Option<String> {
-    let guard = state.worker.guard()?;
-    match tokio::task::spawn_blocking(move || guard.model().probe()).await {
-        Ok(Ok(())) => None,
-        Ok(Err(problem)) => Some(problem.to_string()),
-        Err(join) => Some(format!("the health probe failed: {join}")),
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -345,7 +222,7 @@ async fn moderations(
         ModelStatus::Ready(info) => info.id,
         _ => String::new(),
     };
-    let id = state.moderation_ids.fetch_add(1, Ordering::Relaxed);
+    let id = state.next_moderation_id();
     Ok(Json(json!({
         "id": format!("modr-{id}"),
         "model": model,
@@ -354,12 +231,7 @@ async fn moderations(
 }
 
 async fn validators(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
-    let guard = state.worker.guard().ok_or_else(|| {
-        worker_error(match state.worker.status() {
-            ModelStatus::Failed(message) => WorkerError::Failed(message),
-            _ => WorkerError::Loading,
-        })
-    })?;
+    let guard = state.loaded_guard().map_err(worker_error)?;
     let list: Vec<Value> = guard
         .validators()
         .iter()

@@ -6,6 +6,7 @@ mod api;
 mod bad_input;
 mod common;
 mod fake;
+mod feedback;
 mod metrics;
 mod remote;
 mod verdicts;

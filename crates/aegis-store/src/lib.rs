@@ -1,25 +1,31 @@
 //! Verdict history in SQLite: every message checked, its verdict and per-validator results, the
-//! template text behind them, reviewers' decisions, and resumable imports.
+//! template text behind them, reviewers' decisions, resumable imports, the labelled examples
+//! validators are taught with and every head applied to them.
 //!
 //! One writer connection (SQLite allows one writer; queuing in the pool beats busy retries) and a
 //! small pool of readers, in WAL mode so reading never blocks recording.
 
 mod error;
 mod eval_runs;
+mod examples;
 mod export;
 mod filter;
+mod head_versions;
 mod imports;
 mod open;
 mod query;
 mod queue;
 mod record;
+mod reviewed;
 mod reviews;
 mod time;
 
 pub use error::{Result, StoreError};
 pub use eval_runs::{EvalRunSummary, StoredEvalRun};
+pub use examples::{Added, ExampleOrigin, NewExample, StoredExample};
 pub use export::ExportFormat;
 pub use filter::{HistoryFilter, ScoreRange};
+pub use head_versions::{content_hash, HeadVersion, NewHeadVersion};
 pub use imports::{ImportBatch, ValidatorTally};
 pub use open::{Store, StoreOptions};
 pub use query::{
@@ -27,5 +33,6 @@ pub use query::{
 };
 pub use queue::{ReviewQueue, TemplateSave};
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
-pub use reviews::{review_labels, Decision, NewReview, Review, ReviewedExample};
+pub use reviewed::{review_labels, ReviewedExample};
+pub use reviews::{Decision, NewReview, Review};
 pub use time::{format_millis, now_millis, parse_day};

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use aegis_guard::LabelledMessage;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
@@ -126,88 +125,5 @@ impl Store {
                 })
             })
             .collect()
-    }
-}
-
-/// A reviewed message as labelled data: what the guard should have said, per validator.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReviewedExample {
-    pub verdict_id: i64,
-    pub text: String,
-    pub language: String,
-    /// `Some(true)`: a violation; `None`: the review does not say.
-    pub labels: BTreeMap<String, Option<bool>>,
-}
-
-/// Labels from the latest review of a verdict. A per-validator decision says it directly (agree
-/// keeps the guard's result, overturn flips it). Otherwise the overall decision applies: agree
-/// keeps every result; overturning a failed verdict means nothing was violated; overturning a
-/// passed one says something was missed but not which, so it labels nothing.
-pub fn review_labels(detail: &crate::query::VerdictDetail) -> BTreeMap<String, Option<bool>> {
-    let Some(review) = detail.reviews.last() else {
-        return BTreeMap::new();
-    };
-    detail
-        .row
-        .results
-        .iter()
-        .map(|r| {
-            let violated = !r.passed;
-            let label = match (review.validators.get(&r.key), review.decision) {
-                (Some(Decision::Agree), _) => Some(violated),
-                (Some(Decision::Overturn), _) => Some(!violated),
-                (None, Decision::Agree) => Some(violated),
-                (None, Decision::Overturn) if detail.row.status == "failed" => Some(false),
-                (None, Decision::Overturn) => None,
-            };
-            (r.key.clone(), label)
-        })
-        .collect()
-}
-
-impl ReviewedExample {
-    /// The example in the evaluation schema, so reviews can be trained on and evaluated against.
-    /// Its id (`review:<verdict id>`) leads back to the verdict.
-    pub fn into_labelled(self) -> LabelledMessage {
-        LabelledMessage {
-            id: Some(format!("review:{}", self.verdict_id)),
-            text: self.text,
-            lang: Some(self.language),
-            labels: self.labels,
-            source: Some("review".into()),
-            kind: None,
-        }
-    }
-}
-
-impl Store {
-    /// Every reviewed verdict the filter matches as labelled data, newest first.
-    pub async fn reviewed_examples(
-        &self,
-        filter: &crate::filter::HistoryFilter,
-    ) -> Result<Vec<ReviewedExample>> {
-        let filter = crate::filter::HistoryFilter {
-            reviewed: Some(true),
-            ..filter.clone()
-        };
-        let mut examples = Vec::new();
-        let mut after = None;
-        loop {
-            let page = self.list(&filter, after, 500).await?;
-            for row in &page.rows {
-                if let Some(detail) = self.get(row.verdict_id).await? {
-                    examples.push(ReviewedExample {
-                        verdict_id: row.verdict_id,
-                        text: row.text.clone(),
-                        language: row.language.clone(),
-                        labels: review_labels(&detail),
-                    });
-                }
-            }
-            match page.next {
-                Some(next) => after = Some(next),
-                None => return Ok(examples),
-            }
-        }
     }
 }

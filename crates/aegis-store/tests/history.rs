@@ -26,6 +26,8 @@ async fn migrating_from_empty_creates_the_schema_and_reopens() {
         "reviews",
         "import_batches",
         "messages_fts",
+        "examples",
+        "head_versions",
     ] {
         assert!(
             tables.iter().any(|n| n == table),

@@ -6,3 +6,4 @@ mod eval_runs;
 mod history;
 mod imports;
 mod queue;
+mod teaching;

@@ -1,0 +1,136 @@
+//! `POST /feedback`: a prototype reports a verdict the guard got wrong, and it becomes a labelled
+//! example the validator can be retrained with (the Teach view, `aegis train --examples`).
+
+use std::sync::Arc;
+
+use aegis_guard::Language;
+use aegis_store::{Added, ExampleOrigin, NewExample};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{worker_error, ApiError};
+use crate::json::ApiJson;
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FeedbackRequest {
+    /// The validator whose answer was wrong.
+    validator: String,
+    /// The correct answer: `true` when the text violates the validator's policy.
+    violates: bool,
+    /// A recorded verdict (its `verdict_id`); or give the text.
+    #[serde(default)]
+    verdict_id: Option<i64>,
+    #[serde(default)]
+    text: Option<String>,
+    /// `id` or `en`; detected from the text when left out.
+    #[serde(default)]
+    lang: Option<String>,
+}
+
+pub(crate) async fn feedback(
+    State(state): State<Arc<AppState>>,
+    ApiJson(request): ApiJson<FeedbackRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let store = state.store.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "history_off",
+            "this server keeps no history, so it has nowhere to keep feedback",
+        )
+    })?;
+    let guard = state.loaded_guard().map_err(worker_error)?;
+    if !guard
+        .validators()
+        .iter()
+        .any(|v| v.key == request.validator)
+    {
+        let known: Vec<&str> = guard.validators().iter().map(|v| v.key.as_str()).collect();
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_validator",
+            format!(
+                "no validator is called {:?}; these are: {}",
+                request.validator,
+                known.join(", ")
+            ),
+        ));
+    }
+    let (text, language) = match (request.verdict_id, request.text) {
+        (Some(id), None) => {
+            let detail = store.get(id).await.map_err(store_error)?.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "verdict_not_found",
+                    format!("no verdict {id} in this server's history"),
+                )
+            })?;
+            (detail.row.text, detail.row.language)
+        }
+        (None, Some(text)) => {
+            if text.trim().is_empty() {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "empty_text",
+                    "the text is empty",
+                ));
+            }
+            let language = request
+                .lang
+                .clone()
+                .unwrap_or_else(|| Language::detect(&text).code().to_string());
+            (text, language)
+        }
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "give either verdict_id (a recorded verdict) or text, not both",
+            ))
+        }
+    };
+    let added = store
+        .add_example(&NewExample {
+            validator: request.validator.clone(),
+            text,
+            violates: request.violates,
+            language,
+            origin: ExampleOrigin::Feedback,
+            verdict_id: request.verdict_id,
+        })
+        .await
+        .map_err(store_error)?;
+    let status = match added {
+        Added::New { .. } => StatusCode::CREATED,
+        Added::Merged { .. } => StatusCode::OK,
+    };
+    Ok((
+        status,
+        Json(json!({
+            "example_id": added.id(),
+            "validator": request.validator,
+            "violates": request.violates,
+            "merged": matches!(added, Added::Merged { .. }),
+        })),
+    ))
+}
+
+fn store_error(error: aegis_store::StoreError) -> ApiError {
+    match error {
+        aegis_store::StoreError::Invalid(message) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_example", message)
+        }
+        other => {
+            tracing::error!(error = %other, "keeping feedback failed");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "store_failed",
+                other.to_string(),
+            )
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Labelled examples per validator: what a prompt author teaches a head with. Adding a text that
+//! is already there with the same label merges into it (and counts it); the same text with the
+//! other label is kept beside it, a contradiction to show, never resolved silently.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StoreError};
+use crate::open::Store;
+use crate::time::now_millis;
+
+/// Longest example text kept, in bytes: the guard's own input limit is far below this.
+const MAX_EXAMPLE_BYTES: usize = 32 * 1024;
+
+/// Where an example came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum ExampleOrigin {
+    /// A reviewer's agree or overturn.
+    Review,
+    /// A "should fail / should pass" mark on a Check result or a History row.
+    Mark,
+    /// A labelled file.
+    Import,
+    /// `POST /feedback` on the HTTP API.
+    Feedback,
+    /// Typed in the Teach view or given to `aegis examples add`.
+    Manual,
+}
+
+impl ExampleOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Review => "review",
+            Self::Mark => "mark",
+            Self::Import => "import",
+            Self::Feedback => "feedback",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+impl std::str::FromStr for ExampleOrigin {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "review" => Self::Review,
+            "mark" => Self::Mark,
+            "import" => Self::Import,
+            "feedback" => Self::Feedback,
+            "manual" => Self::Manual,
+            other => {
+                return Err(StoreError::Invalid(format!(
+                    "unknown example origin {other:?}: use review, mark, import, feedback or manual"
+                )))
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewExample {
+    pub validator: String,
+    pub text: String,
+    /// `true`: the text violates the validator's policy (it should fail).
+    pub violates: bool,
+    pub language: String,
+    pub origin: ExampleOrigin,
+    pub verdict_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct StoredExample {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub id: i64,
+    pub validator: String,
+    pub text: String,
+    pub violates: bool,
+    pub language: String,
+    pub origin: ExampleOrigin,
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub verdict_id: Option<i64>,
+    /// How many times it was added; duplicates merge into one row.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub times_added: i64,
+    /// The same text is also stored with the other label.
+    pub contradicted: bool,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub updated_at: i64,
+}
+
+/// What adding an example did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Added {
+    New {
+        id: i64,
+    },
+    /// The same text with the same label was there: it was counted again.
+    Merged {
+        id: i64,
+    },
+}
+
+impl Added {
+    pub fn id(self) -> i64 {
+        match self {
+            Self::New { id } | Self::Merged { id } => id,
+        }
+    }
+}
+
+/// The text as duplicates are recognised: trimmed, whitespace runs made one space.
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn check_new(example: &NewExample) -> Result<String> {
+    if example.validator.trim().is_empty() {
+        return Err(StoreError::Invalid("an example needs a validator".into()));
+    }
+    let normalized = normalize(&example.text);
+    if normalized.is_empty() {
+        return Err(StoreError::Invalid("an example needs some text".into()));
+    }
+    if example.text.len() > MAX_EXAMPLE_BYTES {
+        return Err(StoreError::Invalid(format!(
+            "an example is at most {MAX_EXAMPLE_BYTES} bytes; this one is {}",
+            example.text.len()
+        )));
+    }
+    Ok(normalized)
+}
+
+const SELECT_EXAMPLES: &str = "SELECT e.id, e.validator_key, e.text, e.label, e.language, e.origin,
+        e.verdict_id, e.times_added, e.updated_at,
+        EXISTS (SELECT 1 FROM examples o WHERE o.validator_key = e.validator_key
+                AND o.normalized = e.normalized AND o.label <> e.label) AS contradicted
+     FROM examples e";
+
+type ExampleRow = (
+    i64,
+    String,
+    String,
+    bool,
+    String,
+    String,
+    Option<i64>,
+    i64,
+    i64,
+    bool,
+);
+
+fn into_example(row: ExampleRow) -> Result<StoredExample> {
+    let (
+        id,
+        validator,
+        text,
+        violates,
+        language,
+        origin,
+        verdict_id,
+        times_added,
+        updated_at,
+        contradicted,
+    ) = row;
+    Ok(StoredExample {
+        id,
+        validator,
+        text,
+        violates,
+        language,
+        origin: origin.parse()?,
+        verdict_id,
+        times_added,
+        contradicted,
+        updated_at,
+    })
+}
+
+impl Store {
+    /// Adds an example, merging it into an identical one (same validator, text and label).
+    pub async fn add_example(&self, example: &NewExample) -> Result<Added> {
+        let normalized = check_new(example)?;
+        let now = now_millis();
+        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let existing: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM examples WHERE validator_key = ? AND normalized = ? AND label = ?",
+        )
+        .bind(&example.validator)
+        .bind(&normalized)
+        .bind(example.violates)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        let added = if let Some(id) = existing {
+            sqlx::query(
+                "UPDATE examples SET times_added = times_added + 1, updated_at = ? WHERE id = ?",
+            )
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+            Added::Merged { id }
+        } else {
+            let id = sqlx::query_scalar(
+                "INSERT INTO examples (validator_key, text, normalized, label, language, origin,
+                     verdict_id, created_at, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            )
+            .bind(&example.validator)
+            .bind(example.text.trim())
+            .bind(&normalized)
+            .bind(example.violates)
+            .bind(&example.language)
+            .bind(example.origin.as_str())
+            .bind(example.verdict_id)
+            .bind(now)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+            Added::New { id }
+        };
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(added)
+    }
+
+    /// A validator's examples (every validator's when `None`), oldest first.
+    pub async fn examples(&self, validator: Option<&str>) -> Result<Vec<StoredExample>> {
+        let rows: Vec<ExampleRow> = match validator {
+            Some(key) => {
+                sqlx::query_as(&format!(
+                    "{SELECT_EXAMPLES} WHERE e.validator_key = ? ORDER BY e.id"
+                ))
+                .bind(key)
+                .fetch_all(&self.reader)
+                .await
+            }
+            None => {
+                sqlx::query_as(&format!("{SELECT_EXAMPLES} ORDER BY e.validator_key, e.id"))
+                    .fetch_all(&self.reader)
+                    .await
+            }
+        }
+        .map_err(|e| self.sql(e))?;
+        rows.into_iter().map(into_example).collect()
+    }
+
+    /// Changes an example's label. If the text already has the new label, the two merge.
+    pub async fn relabel_example(&self, id: i64, violates: bool) -> Result<Added> {
+        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let row: Option<(String, String, bool, i64)> = sqlx::query_as(
+            "SELECT validator_key, normalized, label, times_added FROM examples WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        let Some((validator, normalized, label, times)) = row else {
+            return Err(StoreError::Invalid(format!("no example {id}")));
+        };
+        if label == violates {
+            return Ok(Added::Merged { id });
+        }
+        let now = now_millis();
+        let twin: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM examples WHERE validator_key = ? AND normalized = ? AND label = ?",
+        )
+        .bind(&validator)
+        .bind(&normalized)
+        .bind(violates)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        let added = if let Some(twin) = twin {
+            sqlx::query(
+                "UPDATE examples SET times_added = times_added + ?, updated_at = ? WHERE id = ?",
+            )
+            .bind(times)
+            .bind(now)
+            .bind(twin)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+            sqlx::query("DELETE FROM examples WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.sql(e))?;
+            Added::Merged { id: twin }
+        } else {
+            sqlx::query("UPDATE examples SET label = ?, updated_at = ? WHERE id = ?")
+                .bind(violates)
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.sql(e))?;
+            Added::Merged { id }
+        };
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(added)
+    }
+
+    /// Removes an example; `false` when there was none with that id.
+    pub async fn remove_example(&self, id: i64) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM examples WHERE id = ?")
+            .bind(id)
+            .execute(&self.writer)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_are_recognised_across_whitespace() {
+        assert_eq!(normalize("  Buy   now\n cheap "), "Buy now cheap");
+    }
+
+    #[test]
+    fn empty_or_oversized_text_is_refused() {
+        let mut example = NewExample {
+            validator: "spam".into(),
+            text: " \n ".into(),
+            violates: true,
+            language: "en".into(),
+            origin: ExampleOrigin::Manual,
+            verdict_id: None,
+        };
+        assert!(check_new(&example).is_err());
+        example.text = "x".repeat(MAX_EXAMPLE_BYTES + 1);
+        assert!(check_new(&example).is_err());
+        example.text = "ok".into();
+        example.validator = "".into();
+        assert!(check_new(&example).is_err());
+    }
+}

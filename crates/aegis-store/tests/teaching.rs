@@ -1,0 +1,141 @@
+//! Labelled examples and head versions on a real SQLite file.
+
+use aegis_store::{content_hash, Added, ExampleOrigin, NewExample, NewHeadVersion, Source};
+
+use crate::common::{record, temp_store};
+
+fn example(validator: &str, text: &str, violates: bool) -> NewExample {
+    NewExample {
+        validator: validator.into(),
+        text: text.into(),
+        violates,
+        language: "id".into(),
+        origin: ExampleOrigin::Manual,
+        verdict_id: None,
+    }
+}
+
+#[tokio::test]
+async fn duplicates_merge_and_contradictions_are_shown_not_resolved() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let first = s
+        .add_example(&example("pii_request", "Kirim kode OTP kamu ke saya", true))
+        .await
+        .expect("add");
+    let again = s
+        .add_example(&example(
+            "pii_request",
+            "  Kirim kode  OTP kamu\nke saya ",
+            true,
+        ))
+        .await
+        .expect("add again");
+    assert!(matches!(first, Added::New { .. }));
+    assert_eq!(again, Added::Merged { id: first.id() });
+    // Another validator's example with the same text is its own row.
+    s.add_example(&example("spam", "Kirim kode OTP kamu ke saya", false))
+        .await
+        .expect("other validator");
+    let examples = s.examples(Some("pii_request")).await.expect("list");
+    assert_eq!(examples.len(), 1);
+    assert_eq!(examples[0].times_added, 2);
+    assert!(!examples[0].contradicted);
+
+    // The same text labelled the other way: both kept, both flagged.
+    let other = s
+        .add_example(&example(
+            "pii_request",
+            "Kirim kode OTP kamu ke saya",
+            false,
+        ))
+        .await
+        .expect("contradiction");
+    assert!(matches!(other, Added::New { .. }));
+    let examples = s.examples(Some("pii_request")).await.expect("list");
+    assert_eq!(examples.len(), 2);
+    assert!(examples.iter().all(|e| e.contradicted));
+
+    // Relabelling one onto the other merges them and ends the contradiction.
+    let merged = s.relabel_example(other.id(), true).await.expect("relabel");
+    assert_eq!(merged, Added::Merged { id: first.id() });
+    let examples = s.examples(Some("pii_request")).await.expect("list");
+    assert_eq!(examples.len(), 1);
+    assert_eq!(examples[0].times_added, 3);
+    assert!(!examples[0].contradicted);
+
+    assert!(s.remove_example(first.id()).await.expect("remove"));
+    assert!(!s.remove_example(first.id()).await.expect("gone"));
+    assert!(s.relabel_example(first.id(), false).await.is_err());
+    assert_eq!(s.examples(None).await.expect("all").len(), 1);
+}
+
+#[tokio::test]
+async fn an_example_keeps_its_verdict_until_the_verdict_is_deleted() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let verdict = record(
+        s,
+        "Beli sekarang diskon 90%",
+        Source::Typed,
+        None,
+        &["spam"],
+    )
+    .await;
+    let added = s
+        .add_example(&NewExample {
+            origin: ExampleOrigin::Mark,
+            verdict_id: Some(verdict),
+            ..example("spam", "Beli sekarang diskon 90%", false)
+        })
+        .await
+        .expect("mark");
+    assert_eq!(
+        s.examples(Some("spam")).await.expect("list")[0].verdict_id,
+        Some(verdict)
+    );
+    assert!(s.delete(verdict).await.expect("delete verdict"));
+    let kept = s.examples(Some("spam")).await.expect("list");
+    assert_eq!(kept.len(), 1, "deleting history keeps what was taught");
+    assert_eq!(kept[0].id, added.id());
+    assert_eq!(kept[0].verdict_id, None);
+}
+
+#[tokio::test]
+async fn head_versions_come_back_byte_for_byte_newest_first() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let version = |bytes: &[u8], note: &str| NewHeadVersion {
+        validator: "toxic".into(),
+        content: bytes.to_vec(),
+        data_sha256: "abc".into(),
+        metrics: "{\"roc_auc\":0.9}".into(),
+        note: note.into(),
+    };
+    // Bytes that are not valid UTF-8 survive too.
+    let first_bytes = b"{\"weights\":[0.1]}\n\xff".to_vec();
+    let first = s
+        .save_head_version(&version(&first_bytes, "trained"))
+        .await
+        .expect("save");
+    let same = s
+        .save_head_version(&version(&first_bytes, "again"))
+        .await
+        .expect("same");
+    assert_eq!(first, same, "the same bytes twice are one version");
+    let second = s
+        .save_head_version(&version(b"{}", "retrained"))
+        .await
+        .expect("save");
+    let versions = s.head_versions("toxic").await.expect("list");
+    assert_eq!(
+        versions.iter().map(|v| v.id).collect::<Vec<_>>(),
+        vec![second, first]
+    );
+    assert_eq!(versions[1].content_hash, content_hash(&first_bytes));
+    let (stored, bytes) = s.head_version(first).await.expect("read").expect("there");
+    assert_eq!(bytes, first_bytes);
+    assert_eq!(stored.note, "trained");
+    assert!(s.head_version(999).await.expect("read").is_none());
+    assert!(s.save_head_version(&version(b"", "empty")).await.is_err());
+}
