@@ -3,7 +3,7 @@
 whole sources (the same grouping as `aegis train`), with random folds beside.
 
 Not part of the product: a research aid for choices `aegis train` cannot express (an MLP head,
-wide layer sweeps at several strengths) in minutes rather than hours. Run `scripts/train-heads.sh
+concatenations of layers at several strengths). Run `scripts/train-heads.sh
 --dry-run --layers 4,8,12,16,20,embedding` once first: it caches every training row's
 embedding and its mean after layers 1 to 20 in ~/.cache/aegis/features.
 

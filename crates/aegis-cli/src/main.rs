@@ -10,6 +10,7 @@ mod options;
 mod serve;
 mod teach;
 mod train;
+mod train_data;
 
 use clap::{Parser, Subcommand};
 

@@ -1,6 +1,6 @@
 //! `aegis train`: heads for validators from labelled messages (the evaluation schema).
 
-use std::io::{BufRead, IsTerminal};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
 use crate::options::GuardArgs;
+use crate::train_data::{
+    keep_positives, negatives_for_new_validator, read_messages, reviewed_messages, taught_messages,
+};
 use crate::ExitStatus;
 
 #[derive(Debug, clap::Args)]
@@ -32,6 +35,10 @@ pub struct TrainArgs {
     pub examples: bool,
     #[command(flatten)]
     pub db: DbArgs,
+    /// Train on only this many of each validator's positives, spread evenly over the data (all
+    /// its negatives stay): the learning curve that says how many examples are enough.
+    #[arg(long)]
+    pub positives: Option<usize>,
     /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
     #[arg(long)]
     pub exclude_source: Vec<String>,
@@ -50,6 +57,11 @@ pub struct TrainArgs {
     /// beside the heads' (one prompt per validator per message: slow).
     #[arg(long)]
     pub prompt_scores: bool,
+    /// Fit at this L2 strength instead of choosing one by cross-validation: a retrain after
+    /// adding examples keeps the strength its head was chosen with (`training.alpha` in the
+    /// head), in a few seconds.
+    #[arg(long)]
+    pub alpha: Option<f64>,
     /// Cross-validation folds.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -106,17 +118,23 @@ const FEATURE_BATCH: usize = 16;
 const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
 
 pub fn run(args: TrainArgs) -> Result<ExitStatus> {
+    anyhow::ensure!(
+        args.alpha.is_none_or(|a| a.is_finite() && a > 0.0),
+        "--alpha must be a positive number"
+    );
     let mut messages = read_messages(&args.data, &args.exclude_source)?;
     if args.from_reviews {
         let reviewed = reviewed_messages(&args.db)?;
         eprintln!("{} reviewed messages from history", reviewed.len());
         messages.extend(reviewed);
     }
-    if args.examples {
+    let taught = if args.examples {
         let taught = taught_messages(&args.db)?;
         eprintln!("{} taught examples from history", taught.len());
-        messages.extend(taught);
-    }
+        taught
+    } else {
+        Vec::new()
+    };
     // Heads on the encoder read it here, whatever serves the model.
     anyhow::ensure!(
         args.guard.backend.is_none() || args.guard.encoder_chosen(),
@@ -144,7 +162,12 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             .validators()
             .iter()
             .map(|v| v.key.clone())
-            .filter(|key| messages.iter().any(|m| m.label(key).is_some()))
+            .filter(|key| {
+                messages
+                    .iter()
+                    .chain(&taught)
+                    .any(|m| m.label(key).is_some())
+            })
             .collect()
     } else {
         for key in &args.validators {
@@ -154,6 +177,21 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         }
         args.validators.clone()
     };
+    for key in &keys {
+        let negatives = negatives_for_new_validator(&mut messages, &taught, key);
+        if negatives > 0 {
+            eprintln!(
+                "{key}: no data file labels it, so its {negatives} negatives are the data's rows (benign messages and the other validators' positives)"
+            );
+        }
+    }
+    messages.extend(taught);
+    if let Some(positives) = args.positives {
+        for key in &keys {
+            let kept = keep_positives(&mut messages, key, positives);
+            eprintln!("{key}: training on {kept} of its positives (--positives)");
+        }
+    }
     let messages: Vec<LabelledMessage> = messages
         .into_iter()
         .filter(|m| keys.iter().any(|k| m.label(k).is_some()))
@@ -201,10 +239,13 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     }
     progress.finish_and_clear();
 
+    let defaults = TrainOptions::default();
     let options = TrainOptions {
         folds: args.folds,
         validation: args.validation.into(),
-        ..TrainOptions::default()
+        alphas: args
+            .alpha
+            .map_or(defaults.alphas.clone(), |alpha| vec![alpha]),
     };
     let out_dir = match &args.out {
         Some(dir) => dir.clone(),
@@ -435,74 +476,10 @@ impl ProgressLines {
     }
 }
 
-fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
-    let runtime = tokio::runtime::Runtime::new()?;
-    let examples = runtime.block_on(async {
-        let store = db.open().await?;
-        let examples = store.reviewed_examples(&Default::default()).await;
-        store.close().await;
-        anyhow::Ok(examples?)
-    })?;
-    Ok(examples.into_iter().map(|e| e.into_labelled()).collect())
-}
-
-/// The taught examples as labelled rows: each labels its own validator only, and its origin is its
-/// group in validation by source.
-fn taught_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
-    let runtime = tokio::runtime::Runtime::new()?;
-    let examples = runtime.block_on(async {
-        let store = db.open().await?;
-        let examples = store.examples(None).await;
-        store.close().await;
-        anyhow::Ok(examples?)
-    })?;
-    Ok(examples
-        .into_iter()
-        .map(|e| LabelledMessage {
-            id: Some(format!("example:{}", e.id)),
-            text: e.text,
-            lang: Some(e.language),
-            labels: [(e.validator, Some(e.violates))].into(),
-            source: Some(format!("taught-{}", e.origin.as_str())),
-            kind: None,
-        })
-        .collect())
-}
-
 fn default_feature_cache() -> PathBuf {
     dirs::cache_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("aegis/features")
-}
-
-fn read_messages(files: &[PathBuf], exclude_sources: &[String]) -> Result<Vec<LabelledMessage>> {
-    let mut messages = Vec::new();
-    for file in files {
-        let reader = std::io::BufReader::new(
-            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?,
-        );
-        for (index, line) in reader.lines().enumerate() {
-            let line = line.with_context(|| format!("cannot read {}", file.display()))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let message: LabelledMessage = serde_json::from_str(&line).with_context(|| {
-                format!(
-                    "{} line {}: not a labelled message ({{\"text\": ..., \"labels\": {{...}}}})",
-                    file.display(),
-                    index + 1
-                )
-            })?;
-            let excluded = message
-                .source
-                .as_ref()
-                .is_some_and(|s| exclude_sources.contains(s));
-            if !excluded && !message.text.trim().is_empty() {
-                messages.push(message);
-            }
-        }
-    }
-    Ok(messages)
 }
 
 fn auc(m: Option<&CvMetrics>) -> String {
@@ -531,12 +508,15 @@ fn print_report(t: &ValidatorTraining) {
             )
         })
         .collect();
-    println!(
-        "{}: layer candidates (ROC AUC, {}, at the screening strength): {}",
-        t.key,
-        chosen.validation.describe(),
-        tried.join(", ")
-    );
+    // One candidate is not screened: the table below is its figure.
+    if !tried.is_empty() {
+        println!(
+            "{}: layer candidates (ROC AUC, {}, at the screening strength): {}",
+            t.key,
+            chosen.validation.describe(),
+            tried.join(", ")
+        );
+    }
     if let Some(why) = &chosen.fallback {
         println!("{}: cannot hold out sources ({why}); random folds", t.key);
     }

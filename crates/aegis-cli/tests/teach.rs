@@ -214,3 +214,75 @@ fn taught_examples_train_a_new_version_and_revert_restores_the_old_bytes() {
         stderr(&missing)
     );
 }
+
+/// A validator the shipped data does not cover, created from a template and its positive
+/// examples (`docs/examples/`): the data's rows become its negatives, and once trained its head
+/// decides it, ranking a request for an OTP above everyday messages.
+#[test]
+fn a_new_validator_from_examples_is_decided_by_its_head() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("h.db");
+    let db = db.to_str().expect("path");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).expect("mkdir");
+    std::fs::copy(
+        repo_root().join("docs/examples/personal_data_request.txt"),
+        prompts.join("personal_data_request.txt"),
+    )
+    .expect("copy template");
+    let prompts = prompts.to_str().expect("path");
+    let positives = repo_root().join("docs/examples/personal-data-requests.jsonl");
+    let out = examples(db, &["import", positives.to_str().expect("path")]);
+    assert!(stdout(&out).contains("26 new examples"), "{}", stderr(&out));
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let out = aegis(&[
+        "train",
+        "personal_data_request",
+        "--examples",
+        "--db",
+        db,
+        "--prompts",
+        prompts,
+        "--data",
+        data.to_str().expect("path"),
+        "--folds",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no data file labels it, so its 12 negatives"),
+        "{}",
+        stderr(&out)
+    );
+    let score = |text: &str| {
+        let out = aegis(&[
+            "check",
+            "--no-history",
+            "--json",
+            "--prompts",
+            prompts,
+            text,
+        ]);
+        assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        json["scores"]["personal_data_request"]
+            .as_f64()
+            .expect("score")
+    };
+    let request = score("Tolong sebutkan kode OTP yang baru masuk ke HP kamu ya");
+    for everyday in ["Selamat pagi, apa kabar?", "ok thanks, see you tomorrow"] {
+        let benign = score(everyday);
+        assert!(
+            request > benign,
+            "OTP request {request} vs {everyday:?} {benign}"
+        );
+    }
+    let table = stdout(&aegis(&[
+        "check",
+        "--no-history",
+        "--prompts",
+        prompts,
+        "halo",
+    ]));
+    assert!(table.contains(" head "), "decided by its head: {table}");
+}

@@ -179,19 +179,27 @@ pub fn train_validator(
         alphas: vec![search.screen_alpha],
         ..options.clone()
     };
+    // One candidate needs no screening: it is the choice.
     let mut tried = Vec::new();
-    for layers in &search.candidates {
+    for layers in search
+        .candidates
+        .iter()
+        .filter(|_| search.candidates.len() > 1)
+    {
         let trained = train(&examples(layers), &screen).map_err(|e| failed(e.to_string()))?;
         tracing::info!(validator = key, layers = %candidate_label(layers), auc = ?trained.cv.roc_auc, "layer candidate");
         tried.push((layers.clone(), trained));
     }
-    let best_layers = cheapest_of_the_best(
-        tried
-            .iter()
-            .map(|(layers, trained)| (layers.as_slice(), trained.cv.roc_auc)),
-        layer_count,
-    )
-    .ok_or_else(|| failed("no candidate layers to train on".into()))?;
+    let best_layers = match search.candidates.as_slice() {
+        [only] => only.clone(),
+        _ => cheapest_of_the_best(
+            tried
+                .iter()
+                .map(|(layers, trained)| (layers.as_slice(), trained.cv.roc_auc)),
+            layer_count,
+        )
+        .ok_or_else(|| failed("no candidate layers to train on".into()))?,
+    };
     let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
     let (features, model) = match guard.encoder() {
         Some(encoder) => (

@@ -12,7 +12,7 @@ use ndarray::{Array1, Array2, Axis};
 use crate::error::{HeadError, Result};
 use crate::head::{sigmoid, CvMetrics, Validation};
 use crate::metrics::{binary_metrics, roc_auc};
-use crate::solver::fit_logistic;
+use crate::solver::{fit_logistic, Design};
 
 /// One labelled message's features.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,18 +120,27 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     };
 
     // Largest strength first, so a tie keeps the simpler model; each fold's fit starts from its
-    // fit at the previous strength, which is close (a regularisation path).
+    // fit at the previous strength, which is close (a regularisation path). Weaker strengths cost
+    // more (the fit is less well conditioned), so the path stops once two in a row score below
+    // the best: held-out AUC along it rises to one peak and falls.
     let mut alphas = options.alphas.clone();
     alphas.sort_by(|a, b| b.total_cmp(a));
     let mut best: Option<(f64, f64, Array1<f64>)> = None;
-    let mut starts: Vec<Option<(Array1<f64>, f64)>> = vec![None; folds];
+    let split = FoldSplit::new(&x, &labels, &fold_of, folds)?;
+    let mut starts: Vec<Option<FoldFit>> = vec![None; folds];
+    let mut worse_in_a_row = 0;
     for &alpha in &alphas {
-        let (decisions, fitted) =
-            out_of_fold_decisions(&x, &labels, &fold_of, folds, alpha, &starts)?;
+        let (decisions, fitted) = split.out_of_fold_decisions(alpha, &starts)?;
         starts = fitted.into_iter().map(Some).collect();
         let auc = roc_auc(decisions.as_slice().unwrap_or_default(), &labels).unwrap_or(0.5);
         if best.as_ref().is_none_or(|(best_auc, _, _)| auc > *best_auc) {
             best = Some((auc, alpha, decisions));
+            worse_in_a_row = 0;
+        } else {
+            worse_in_a_row += 1;
+            if worse_in_a_row == 2 {
+                break;
+            }
         }
     }
     let Some((_, alpha, decisions)) = best else {
@@ -146,7 +155,8 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
         .map(|d| sigmoid(slope * d + offset))
         .collect();
 
-    let model = fit(&x, &labels, alpha, None)?;
+    drop(split);
+    let model = Standardised::new(&x, &labels)?.fit(alpha, None)?;
     // Fold standardisation and calibration into one linear map on raw features.
     let weights: Vec<f32> = model
         .weights
@@ -172,14 +182,8 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     let random_folds = if validation == Validation::BySource {
         let random_fold_of = stratified_folds(&labels, options.folds.max(2));
         let folds = options.folds.max(2);
-        let (random, _) = out_of_fold_decisions(
-            &x,
-            &labels,
-            &random_fold_of,
-            folds,
-            alpha,
-            &vec![None; folds],
-        )?;
+        let split = FoldSplit::new(&x, &labels, &random_fold_of, folds)?;
+        let (random, _) = split.out_of_fold_decisions(alpha, &vec![None; folds])?;
         let scores: Vec<f64> = random.iter().map(|d| sigmoid(slope * d + offset)).collect();
         Some(report(&scores))
     } else {
@@ -332,86 +336,129 @@ fn source_folds(
 /// A fold's fitted weights and intercept, in its own standardised space.
 type FoldFit = (Array1<f64>, f64);
 
-/// Held-out decision values for every row, fitting one model per fold. The folds are fitted in
-/// parallel; each fit is deterministic, so the result does not depend on the thread count.
-/// Returns the decisions and each fold's fitted weights and intercept (in its own standardised
-/// space), to warm-start the next strength.
-fn out_of_fold_decisions(
-    x: &Array2<f64>,
-    labels: &[bool],
-    fold_of: &[usize],
-    folds: usize,
-    alpha: f64,
-    starts: &[Option<FoldFit>],
-) -> Result<(Array1<f64>, Vec<FoldFit>)> {
-    let fit_fold = |fold: usize| -> Result<(Vec<usize>, Array1<f64>, LinearModel)> {
-        let (train, test): (Vec<usize>, Vec<usize>) =
-            (0..labels.len()).partition(|&i| fold_of[i] != fold);
-        let train_labels: Vec<bool> = train.iter().map(|&i| labels[i]).collect();
-        let start = starts.get(fold).and_then(|s| s.as_ref());
-        let model = fit(&x.select(Axis(0), &train), &train_labels, alpha, start)?;
-        let held_out = model.decision(&x.select(Axis(0), &test));
-        Ok((test, held_out, model))
-    };
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut fitted: Vec<Option<Result<_>>> = (0..folds).map(|_| None).collect();
-    for batch in (0..folds).collect::<Vec<_>>().chunks(workers.max(1)) {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|&fold| (fold, scope.spawn(move || fit_fold(fold))))
-                .collect();
-            for (fold, handle) in handles {
-                fitted[fold] = Some(
-                    handle
-                        .join()
-                        .unwrap_or_else(|_| Err(HeadError::Fit("a fold's fit panicked".into()))),
-                );
-            }
-        });
-    }
-    let mut decisions = Array1::zeros(labels.len());
-    let mut models = Vec::with_capacity(folds);
-    for result in fitted.into_iter().flatten() {
-        let (test, held_out, model) = result?;
-        for (&i, d) in test.iter().zip(held_out) {
-            decisions[i] = d;
-        }
-        models.push((model.weights, model.intercept));
-    }
-    Ok((decisions, models))
+/// Rows dealt into folds, each fold's training side standardised once for every strength tried
+/// (copying and standardising the matrix per fit cost as much as the fit).
+struct FoldSplit {
+    rows: usize,
+    folds: Vec<Fold>,
 }
 
-/// Standardises on `x`, weights the smaller class's rows so the classes weigh the same (as if its
-/// rows were repeated in order, cyclically, up to the larger class's count), and fits the L2
-/// logistic regression.
-fn fit(
-    x: &Array2<f64>,
-    labels: &[bool],
-    alpha: f64,
-    start: Option<&(Array1<f64>, f64)>,
-) -> Result<LinearModel> {
-    let mean = x
-        .mean_axis(Axis(0))
-        .ok_or_else(|| HeadError::Fit("no rows".into()))?;
-    let scale = x
-        .std_axis(Axis(0), 0.0)
-        .mapv(|s| if s > 1e-12 { s } else { 1.0 });
-    let standardised = (x - &mean) / &scale;
-    let row_weights = balancing_weights(labels);
-    let (weights, intercept) = fit_logistic(
-        standardised.view(),
-        labels,
-        &row_weights,
-        alpha,
-        start.map(|(w, b)| (w, *b)),
-    )?;
-    Ok(LinearModel {
-        mean,
-        scale,
-        weights,
-        intercept,
-    })
+struct Fold {
+    held_out: Vec<usize>,
+    held_out_x: Array2<f64>,
+    train: Standardised,
+}
+
+impl FoldSplit {
+    fn new(x: &Array2<f64>, labels: &[bool], fold_of: &[usize], folds: usize) -> Result<Self> {
+        let folds = (0..folds)
+            .map(|fold| {
+                let (train, held_out): (Vec<usize>, Vec<usize>) =
+                    (0..labels.len()).partition(|&i| fold_of[i] != fold);
+                let train_labels: Vec<bool> = train.iter().map(|&i| labels[i]).collect();
+                let train = Standardised::new(&x.select(Axis(0), &train), &train_labels)?;
+                Ok(Fold {
+                    held_out_x: x.select(Axis(0), &held_out),
+                    held_out,
+                    train,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            rows: labels.len(),
+            folds,
+        })
+    }
+
+    /// Held-out decision values for every row at one strength, and each fold's fit (to
+    /// warm-start the next strength, which is close: a regularisation path). The folds are fitted
+    /// in parallel; each fit is deterministic, so the result does not depend on the thread count.
+    fn out_of_fold_decisions(
+        &self,
+        alpha: f64,
+        starts: &[Option<FoldFit>],
+    ) -> Result<(Array1<f64>, Vec<FoldFit>)> {
+        let fit_fold = |index: usize| -> Result<(Array1<f64>, LinearModel)> {
+            let fold = &self.folds[index];
+            let start = starts.get(index).and_then(|s| s.as_ref());
+            let model = fold.train.fit(alpha, start)?;
+            Ok((model.decision(&fold.held_out_x), model))
+        };
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let indices: Vec<usize> = (0..self.folds.len()).collect();
+        let mut fitted: Vec<Option<Result<_>>> = (0..self.folds.len()).map(|_| None).collect();
+        for batch in indices.chunks(workers.max(1)) {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = batch
+                    .iter()
+                    .map(|&index| (index, scope.spawn(move || fit_fold(index))))
+                    .collect();
+                for (index, handle) in handles {
+                    fitted[index] =
+                        Some(handle.join().unwrap_or_else(|_| {
+                            Err(HeadError::Fit("a fold's fit panicked".into()))
+                        }));
+                }
+            });
+        }
+        let mut decisions = Array1::zeros(self.rows);
+        let mut models = Vec::with_capacity(self.folds.len());
+        for (fold, result) in self.folds.iter().zip(fitted.into_iter().flatten()) {
+            let (held_out, model) = result?;
+            for (&i, d) in fold.held_out.iter().zip(held_out) {
+                decisions[i] = d;
+            }
+            models.push((model.weights, model.intercept));
+        }
+        Ok((decisions, models))
+    }
+}
+
+/// Rows standardised on their own mean and spread, with the weights that balance the classes (as
+/// if the smaller class's rows were repeated in order, cyclically, up to the larger class's
+/// count).
+struct Standardised {
+    mean: Array1<f64>,
+    scale: Array1<f64>,
+    design: Design,
+    labels: Vec<bool>,
+    row_weights: Vec<f64>,
+}
+
+impl Standardised {
+    fn new(x: &Array2<f64>, labels: &[bool]) -> Result<Self> {
+        let mean = x
+            .mean_axis(Axis(0))
+            .ok_or_else(|| HeadError::Fit("no rows".into()))?;
+        let scale = x
+            .std_axis(Axis(0), 0.0)
+            .mapv(|s| if s > 1e-12 { s } else { 1.0 });
+        let design = Design::new((x - &mean) / &scale);
+        Ok(Self {
+            mean,
+            scale,
+            design,
+            labels: labels.to_vec(),
+            row_weights: balancing_weights(labels),
+        })
+    }
+
+    /// The L2 logistic regression at strength `alpha`.
+    fn fit(&self, alpha: f64, start: Option<&FoldFit>) -> Result<LinearModel> {
+        let (weights, intercept) = fit_logistic(
+            &self.design,
+            &self.labels,
+            &self.row_weights,
+            alpha,
+            start.map(|(w, b)| (w, *b)),
+        )?;
+        Ok(LinearModel {
+            mean: self.mean.clone(),
+            scale: self.scale.clone(),
+            weights,
+            intercept,
+        })
+    }
 }
 
 /// Each row's weight when the smaller class's rows are repeated in order, cyclically, until the
@@ -452,7 +499,7 @@ fn platt(decisions: &Array1<f64>, labels: &[bool]) -> Result<(f64, f64)> {
         .clone()
         .into_shape_with_order((decisions.len(), 1))
         .map_err(|e| HeadError::Fit(e.to_string()))?;
-    let (w, b) = fit_logistic(x.view(), labels, &vec![1.0; labels.len()], 1.0, None)?;
+    let (w, b) = fit_logistic(&Design::new(x), labels, &vec![1.0; labels.len()], 1.0, None)?;
     Ok((w[0], b))
 }
 
