@@ -24,6 +24,10 @@ cleanup() {
 trap cleanup EXIT
 
 cp -r prompt_guard "$scratch/prompts"
+# The Teach test trains on the labelled files beside the heads: a small authored sample stands in
+# for the shipped 12,000 rows, which an empty feature cache would take many minutes to encode.
+rm "$scratch/prompts/heads/"*.jsonl
+cp ui/e2e/fixtures/teach-data.jsonl ui/e2e/fixtures/teach-benign-holdout.jsonl "$scratch/prompts/heads/"
 mkdir -p "$scratch/data" "$shots"
 
 display=:$((90 + RANDOM % 100))

@@ -29,6 +29,12 @@ fn export(out: &Path) {
         aegis_store::EvalRunSummary::export_all_to(out),
         aegis_app::evaluation::EvalView::export_all_to(out),
         aegis_eval::Comparison::export_all_to(out),
+        aegis_app::teach::TeachValidator::export_all_to(out),
+        aegis_app::teach::TrainReport::export_all_to(out),
+        aegis_app::teach::AppliedHead::export_all_to(out),
+        aegis_app::teach::NewValidator::export_all_to(out),
+        aegis_store::StoredExample::export_all_to(out),
+        aegis_store::HeadVersion::export_all_to(out),
     ];
     for result in all {
         result.expect("export a TypeScript binding");

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use aegis_eval::Comparison;
 use aegis_import::ImportSummary;
 use aegis_store::{
-    Decision, EvalRunSummary, HistoryPage, ReviewQueue, TemplateSave, VerdictDetail,
+    Decision, EvalRunSummary, ExampleOrigin, HeadVersion, HistoryPage, ReviewQueue, StoredExample,
+    TemplateSave, VerdictDetail,
 };
 use tauri::State;
 
@@ -19,6 +20,7 @@ use aegis_app::console::{
 use aegis_app::evaluation::EvalView;
 use aegis_app::http::HttpStatus;
 use aegis_app::settings::Settings;
+use aegis_app::teach::{AppliedHead, NewValidator, TeachValidator, TrainReport};
 use aegis_app::templates::TemplateFile;
 
 type Console_<'a> = State<'a, Arc<Console>>;
@@ -202,4 +204,77 @@ pub async fn apply_threshold(
     threshold: f64,
 ) -> Answer<TemplateSave> {
     Ok(console.apply_threshold(&key, threshold).await?)
+}
+
+#[tauri::command]
+pub async fn teach_validators(console: Console_<'_>) -> Answer<Vec<TeachValidator>> {
+    Ok(console.teach_validators().await?)
+}
+
+#[tauri::command]
+pub async fn examples(console: Console_<'_>, validator: String) -> Answer<Vec<StoredExample>> {
+    Ok(console.examples(&validator).await?)
+}
+
+#[tauri::command]
+pub async fn add_example(
+    console: Console_<'_>,
+    validator: String,
+    text: String,
+    violates: bool,
+) -> Answer<i64> {
+    Ok(console
+        .add_example(&validator, &text, violates, ExampleOrigin::Manual, None)
+        .await?)
+}
+
+#[tauri::command]
+pub async fn mark_verdict(
+    console: Console_<'_>,
+    verdict_id: i64,
+    validator: String,
+    violates: bool,
+) -> Answer<i64> {
+    Ok(console
+        .mark_verdict(verdict_id, &validator, violates)
+        .await?)
+}
+
+#[tauri::command]
+pub async fn relabel_example(console: Console_<'_>, id: i64, violates: bool) -> Answer<i64> {
+    Ok(console.relabel_example(id, violates).await?)
+}
+
+#[tauri::command]
+pub async fn remove_example(console: Console_<'_>, id: i64) -> Answer<bool> {
+    Ok(console.remove_example(id).await?)
+}
+
+#[tauri::command]
+pub async fn create_validator(console: Console_<'_>, validator: NewValidator) -> Answer<String> {
+    Ok(console.create_validator(validator).await?)
+}
+
+#[tauri::command]
+pub async fn train_head(
+    console: Console_<'_>,
+    train_id: String,
+    validator: String,
+) -> Answer<TrainReport> {
+    Ok(console.train(train_id, validator).await?)
+}
+
+#[tauri::command]
+pub async fn apply_head(console: Console_<'_>, validator: String) -> Answer<AppliedHead> {
+    Ok(console.apply_head(&validator).await?)
+}
+
+#[tauri::command]
+pub async fn head_versions(console: Console_<'_>, validator: String) -> Answer<Vec<HeadVersion>> {
+    Ok(console.head_versions(&validator).await?)
+}
+
+#[tauri::command]
+pub async fn revert_head(console: Console_<'_>, version: i64) -> Answer<AppliedHead> {
+    Ok(console.revert_head(version).await?)
 }

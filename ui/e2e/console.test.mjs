@@ -13,6 +13,7 @@ const SHOTS = process.env.AEGIS_SCREENSHOTS ?? "screenshots";
 const HTTP_PORT = Number(process.env.AEGIS_E2E_HTTP_PORT ?? 18_765);
 const FIXTURE = path.resolve(import.meta.dirname, "fixtures/messages.csv");
 const LABELLED = path.resolve(import.meta.dirname, "fixtures/labelled.csv");
+const NEW_POSITIVES = path.resolve(import.meta.dirname, "../../docs/examples/personal-data-requests.jsonl");
 
 let d;
 const timings = {};
@@ -41,7 +42,7 @@ async function check(text) {
       (await d.execute("return document.querySelector('[data-testid=verdict]').outerHTML")) !== before,
   });
   return d.execute(
-    "return [...document.querySelectorAll('[data-testid^=result-]')].map(e => ({key: e.dataset.testid.slice(7), passed: e.dataset.passed === 'true', score: Number(e.dataset.score)}))",
+    "return [...document.querySelectorAll('[data-testid^=result-]')].map(e => ({key: e.dataset.testid.slice(7), passed: e.dataset.passed === 'true', score: Number(e.dataset.score), decidedBy: e.dataset.decidedBy}))",
   );
 }
 
@@ -191,6 +192,88 @@ test("a saved template changes the very next verdict", async () => {
   assert.equal(after.find((r) => r.key === target.key)?.passed, false, JSON.stringify(after));
 });
 
+/** Sets a form field's value as typing would (long texts through key events are slow). */
+async function fill(testid, value) {
+  await d.execute(
+    `const e = document.querySelector('[data-testid=${testid}]'); e.value = arguments[0]; e.dispatchEvent(new Event('input', { bubbles: true }));`,
+    [value],
+  );
+}
+
+test("a validator taught from examples decides by its head, learns a mark, and reverts", async () => {
+  const key = "personal_data_request";
+  await go("teach");
+  await d.click(await d.waitFor('[data-testid="teach-new"]'));
+  await d.waitFor('[data-testid="new-validator"]');
+  const positives = fs
+    .readFileSync(NEW_POSITIVES, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l).text);
+  await fill("new-key", key);
+  await fill("new-name", "Personal data request");
+  await fill("new-policy", "The message must not ask the reader for OTP codes, PINs, passwords, card numbers or ID documents.");
+  await fill("new-rejection-id", "Maaf, pesan ini meminta data pribadi yang tidak boleh dibagikan.");
+  await fill("new-rejection-en", "Sorry, this message asks for personal data that must never be shared.");
+  await fill("new-positives", positives.join("\n"));
+  await d.click(await d.find('[data-testid="new-create"]'));
+  await d.waitFor(`[data-testid="teach-${key}"]`, { timeout: 30_000, accept: attr("data-scored-by", "prompt") });
+
+  const trainAndApply = async (shotName) => {
+    await d.click(await d.waitFor('[data-testid="train"]'));
+    const report = await d.waitFor('[data-testid="train-report"]', { timeout: 300_000 });
+    const auc = Number(await d.attribute(report, "data-auc"));
+    if (shotName) await shot(shotName);
+    await d.click(await d.find('[data-testid="apply"]'));
+    await d.waitFor('[data-testid="teach-notice"]', { accept: async (id) => (await d.text(id)).startsWith("Applied") });
+    await d.waitFor(`[data-testid="teach-${key}"]`, { timeout: 30_000, accept: attr("data-scored-by", "head") });
+    return auc;
+  };
+  const auc = await trainAndApply("09-teach");
+  assert.ok(auc > 0.8, `held-out ROC AUC ${auc}`);
+
+  const request = await check("Hey, read me the code we just sent to your number so we can finish the upgrade.");
+  const decided = request.find((r) => r.key === key);
+  assert.equal(decided?.decidedBy, "head", JSON.stringify(request));
+  assert.equal(decided?.passed, false, JSON.stringify(request));
+
+  // A warning never to share a code reads like a request to a head taught on requests alone.
+  let wrong = null;
+  for (const text of [
+    "Never share your OTP with anyone, including our staff.",
+    "Jangan pernah berikan kode OTP kepada siapa pun, termasuk petugas kami.",
+    "I never got the OTP, can you resend it to my phone?",
+    "Kode OTP saya nggak masuk-masuk, bisa dikirim ulang?",
+  ]) {
+    const results = await check(text);
+    if (results.find((r) => r.key === key)?.passed === false) {
+      wrong = text;
+      break;
+    }
+  }
+  assert.ok(wrong, "one of the hard benign messages fails the first head");
+  await d.click(await d.find(`[data-testid="mark-${key}"]`));
+  await d.waitFor(`[data-testid="marked-${key}"]`);
+
+  await go("teach");
+  await d.click(await d.waitFor(`[data-testid="teach-${key}"]`));
+  await d.waitFor('[data-testid="example-row"][data-violates="false"]');
+  await trainAndApply(null);
+  const fixedVerdict = (await check(wrong)).find((r) => r.key === key);
+  assert.equal(fixedVerdict?.passed, true, `after the mark and a retrain: ${JSON.stringify(fixedVerdict)}`);
+
+  await go("teach");
+  await d.click(await d.waitFor(`[data-testid="teach-${key}"]`));
+  const versions = await d.execute(
+    "return [...document.querySelectorAll('[data-testid=head-version]')].map(r => Number(r.dataset.version))",
+  );
+  assert.equal(versions.length, 2, JSON.stringify(versions));
+  await d.click(await d.find(`[data-testid="revert-${versions[1]}"]`));
+  await d.waitFor('[data-testid="teach-notice"]', { accept: async (id) => (await d.text(id)).includes("live again") });
+  const reverted = (await check(wrong)).find((r) => r.key === key);
+  assert.equal(reverted?.passed, false, `the first head again: ${JSON.stringify(reverted)}`);
+});
+
 test("a broken template shows its error inline while the other validators work", async () => {
   await go("templates");
   await d.click(await d.waitFor('[data-testid="template-toxic"]'));
@@ -210,7 +293,7 @@ test("a broken template shows its error inline while the other validators work",
   });
   const results = await check("Dasar goblok, otak udang kamu! Tolol banget.");
   const keys = results.map((r) => r.key).sort();
-  assert.deepEqual(keys, ["financial_advice", "harassment", "toxic"]);
+  assert.deepEqual(keys, ["financial_advice", "harassment", "personal_data_request", "toxic"]);
   assert.equal(results.find((r) => r.key === "toxic")?.passed, false);
 });
 

@@ -34,6 +34,8 @@ pub enum ConsoleError {
     Import(#[from] aegis_import::ImportError),
     #[error(transparent)]
     Dataset(#[from] aegis_eval::EvalError),
+    #[error(transparent)]
+    Teach(#[from] aegis_teach::TeachError),
 }
 
 /// What kind of failure an error is: a stable word the window branches on.
@@ -59,12 +61,15 @@ pub enum ErrorKind {
     Import,
     NotFound,
     Io,
+    /// The work was cancelled as asked.
+    Cancelled,
 }
 
 impl ConsoleError {
     pub fn kind(&self) -> ErrorKind {
         use aegis_guard::GuardError;
         use aegis_runtime::WorkerError;
+        use aegis_teach::TeachError;
         match self {
             Self::Invalid(_) => ErrorKind::Invalid,
             Self::Io { .. } => ErrorKind::Io,
@@ -86,6 +91,13 @@ impl ConsoleError {
             Self::Store(_) => ErrorKind::Store,
             Self::Read(_) | Self::Dataset(_) => ErrorKind::File,
             Self::Import(_) => ErrorKind::Import,
+            Self::Teach(e) => match e {
+                TeachError::Read { .. } | TeachError::BadRow { .. } => ErrorKind::File,
+                TeachError::Invalid(_) | TeachError::UnknownValidator(_) => ErrorKind::Invalid,
+                TeachError::Cancelled => ErrorKind::Cancelled,
+                TeachError::Store(_) => ErrorKind::Store,
+                TeachError::Guard(_) | TeachError::Head(_) => ErrorKind::Model,
+            },
         }
     }
 

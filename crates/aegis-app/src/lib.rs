@@ -8,4 +8,5 @@ pub mod error;
 pub mod evaluation;
 pub mod http;
 pub mod settings;
+pub mod teach;
 pub mod templates;

@@ -11,7 +11,7 @@ use aegis_guard::{ScoreSource, Status};
 use aegis_store::Decision;
 
 #[derive(Default)]
-struct Recorder(Mutex<Vec<ConsoleEvent>>);
+pub struct Recorder(pub Mutex<Vec<ConsoleEvent>>);
 
 impl EventSink for Recorder {
     fn emit(&self, event: ConsoleEvent) {
@@ -19,14 +19,14 @@ impl EventSink for Recorder {
     }
 }
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    prompts: PathBuf,
-    events: Arc<Recorder>,
-    console: Arc<Console>,
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub prompts: PathBuf,
+    pub events: Arc<Recorder>,
+    pub console: Arc<Console>,
 }
 
-fn repo() -> PathBuf {
+pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -42,7 +42,7 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-async fn start() -> Fixture {
+pub async fn start() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");
     copy_dir(&repo().join("prompt_guard"), &prompts);

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use aegis_guard::{head_path, LabelledMessage, Language};
-use aegis_heads::{write_atomically, Head};
-use aegis_store::{Added, ExampleOrigin, NewExample, NewHeadVersion, Store};
+use aegis_guard::{LabelledMessage, Language};
+use aegis_heads::Head;
+use aegis_store::{Added, ExampleOrigin, NewExample, Store};
 use anyhow::{bail, Context, Result};
 
 use crate::history_cmd::DbArgs;
@@ -211,57 +211,31 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
                 }
             }
             HeadsCommand::Revert { id, prompts } => {
-                let Some((version, bytes)) = store.head_version(id).await? else {
+                if store.head_version(id).await?.is_none() {
                     bail!("no head version {id}: `aegis heads versions VALIDATOR` lists them");
-                };
+                }
                 let prompts = aegis_guard::find_prompts_dir(prompts.as_deref(), None)?;
-                let path = apply_head_bytes(&prompts, &bytes)?;
-                let new = store
-                    .save_head_version(&NewHeadVersion {
-                        validator: version.validator.clone(),
-                        content: bytes,
-                        data_sha256: version.data_sha256.clone(),
-                        metrics: version.metrics.clone(),
-                        note: format!("revert to version {id}"),
-                    })
-                    .await?;
+                let validators = aegis_guard::load_validators(&prompts)?.validators;
+                let applied = aegis_teach::revert_head(&store, &prompts, &validators, id).await?;
                 println!(
-                    "{} is version {id} again ({}), recorded as version {new}",
-                    path.display(),
-                    &version.content_hash[..12]
+                    "{} is version {id} again, recorded as version {}",
+                    applied.path.display(),
+                    applied.version
                 );
+                if let Some(threshold) = applied.threshold {
+                    println!("threshold {threshold:.3} written back into its template");
+                }
             }
         }
         Ok(ExitStatus::Passed)
     })
 }
 
-/// Writes a head's bytes where the guard reads that validator's head, after checking they are a
-/// head: the file is exactly those bytes.
-pub fn apply_head_bytes(prompts: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    let head = Head::from_bytes(bytes, Path::new("the stored head"))?;
-    let path = head_path(
-        prompts,
-        &head.validator,
-        !head.features.encoder.is_decoder(),
-    );
-    write_atomically(&path, bytes)?;
-    Ok(path)
-}
-
 /// Records a head just written as the validator's newest version.
 pub fn record_head_version(db: &DbArgs, head: &Head, note: &str) -> Result<i64> {
     let content = head.to_bytes()?;
-    let metrics = serde_json::to_string(&head.training)?;
-    let version = NewHeadVersion {
-        validator: head.validator.clone(),
-        content,
-        data_sha256: head.training.data_sha256.clone(),
-        metrics,
-        note: note.to_string(),
-    };
     with_store(db, |store| async move {
-        Ok(store.save_head_version(&version).await?)
+        Ok(aegis_teach::record_head_version(&store, head, content, note).await?)
     })
 }
 

@@ -14,10 +14,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
 use crate::options::GuardArgs;
-use crate::train_data::{
-    keep_positives, negatives_for_new_validator, read_messages, reviewed_messages, taught_messages,
-};
+use crate::train_data::{reviewed_messages, taught_messages};
 use crate::ExitStatus;
+use aegis_teach::{keep_positives, negatives_for_new_validator, read_messages};
 
 #[derive(Debug, clap::Args)]
 pub struct TrainArgs {

@@ -1,12 +1,8 @@
-//! Where training rows come from: labelled files, reviewed history and taught examples; and the
-//! two ways the rows are shaped for one validator (a new validator's negatives, a learning curve's
-//! subset of positives).
-
-use std::io::BufRead;
-use std::path::PathBuf;
+//! Training rows from the history database: reviewed verdicts and taught examples (files, and
+//! how rows are shaped for one validator, are `aegis_teach`'s).
 
 use aegis_guard::LabelledMessage;
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::history_cmd::DbArgs;
 
@@ -21,9 +17,7 @@ pub fn reviewed_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
     Ok(examples.into_iter().map(|e| e.into_labelled()).collect())
 }
 
-/// The taught examples as labelled rows: each labels its own validator only. Its origin and
-/// language are its group in validation by source, so a head taught in two languages is measured
-/// on each language's examples with the other's alone to learn from.
+/// The taught examples in history as labelled rows (each labels its own validator only).
 pub fn taught_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
     let runtime = tokio::runtime::Runtime::new()?;
     let examples = runtime.block_on(async {
@@ -32,138 +26,5 @@ pub fn taught_messages(db: &DbArgs) -> Result<Vec<LabelledMessage>> {
         store.close().await;
         anyhow::Ok(examples?)
     })?;
-    Ok(examples
-        .into_iter()
-        .map(|e| LabelledMessage {
-            id: Some(format!("example:{}", e.id)),
-            text: e.text,
-            source: Some(format!("taught-{}-{}", e.origin.as_str(), e.language)),
-            lang: Some(e.language),
-            labels: [(e.validator, Some(e.violates))].into(),
-            kind: None,
-        })
-        .collect())
-}
-
-pub fn read_messages(
-    files: &[PathBuf],
-    exclude_sources: &[String],
-) -> Result<Vec<LabelledMessage>> {
-    let mut messages = Vec::new();
-    for file in files {
-        let reader = std::io::BufReader::new(
-            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?,
-        );
-        for (index, line) in reader.lines().enumerate() {
-            let line = line.with_context(|| format!("cannot read {}", file.display()))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let message: LabelledMessage = serde_json::from_str(&line).with_context(|| {
-                format!(
-                    "{} line {}: not a labelled message ({{\"text\": ..., \"labels\": {{...}}}})",
-                    file.display(),
-                    index + 1
-                )
-            })?;
-            let excluded = message
-                .source
-                .as_ref()
-                .is_some_and(|s| exclude_sources.contains(s));
-            if !excluded && !message.text.trim().is_empty() {
-                messages.push(message);
-            }
-        }
-    }
-    Ok(messages)
-}
-
-/// A validator no data file labels (one a prompt author created from examples) learns what it is
-/// not from the data: every data row without its label becomes a negative (benign messages and
-/// the other validators' positives). Returns how many; 0 when some data row labels it.
-pub fn negatives_for_new_validator(
-    data: &mut [LabelledMessage],
-    taught: &[LabelledMessage],
-    key: &str,
-) -> usize {
-    let labelled_in_data = data.iter().any(|m| m.label(key).is_some());
-    let taught_positives = taught.iter().any(|m| m.label(key) == Some(true));
-    if labelled_in_data || !taught_positives {
-        return 0;
-    }
-    for message in data.iter_mut() {
-        message.labels.insert(key.to_string(), Some(false));
-    }
-    data.len()
-}
-
-/// Keeps `wanted` of the validator's positives, evenly spaced in row order (so they come from
-/// every source in proportion), and unlabels the rest for this validator. Returns how many are
-/// kept.
-pub fn keep_positives(messages: &mut [LabelledMessage], key: &str, wanted: usize) -> usize {
-    let positives: Vec<usize> = (0..messages.len())
-        .filter(|&i| messages[i].label(key) == Some(true))
-        .collect();
-    if wanted >= positives.len() {
-        return positives.len();
-    }
-    let keep: std::collections::BTreeSet<usize> = (0..wanted)
-        .map(|k| positives[k * positives.len() / wanted])
-        .collect();
-    for &i in &positives {
-        if !keep.contains(&i) {
-            messages[i].labels.insert(key.to_string(), None);
-        }
-    }
-    keep.len()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(labels: &[(&str, Option<bool>)]) -> LabelledMessage {
-        LabelledMessage {
-            id: None,
-            text: "x".into(),
-            lang: Some("en".into()),
-            labels: labels.iter().map(|(k, l)| (k.to_string(), *l)).collect(),
-            source: Some("s".into()),
-            kind: None,
-        }
-    }
-
-    #[test]
-    fn a_new_validator_takes_the_data_as_negatives_and_a_known_one_does_not() {
-        let mut data = vec![row(&[("spam", Some(true))]), row(&[("spam", Some(false))])];
-        let taught = vec![row(&[("pii", Some(true))])];
-        assert_eq!(negatives_for_new_validator(&mut data, &taught, "pii"), 2);
-        assert!(data.iter().all(|m| m.label("pii") == Some(false)));
-        assert_eq!(negatives_for_new_validator(&mut data, &taught, "spam"), 0);
-        let mut fresh = vec![row(&[("spam", Some(true))])];
-        assert_eq!(
-            negatives_for_new_validator(&mut fresh, &[], "pii"),
-            0,
-            "nothing taught"
-        );
-    }
-
-    #[test]
-    fn kept_positives_are_spread_over_the_rows() {
-        let mut rows: Vec<LabelledMessage> = (0..10)
-            .map(|i| row(&[("toxic", Some(i % 2 == 0))]))
-            .collect();
-        assert_eq!(keep_positives(&mut rows, "toxic", 2), 2);
-        let kept: Vec<usize> = (0..10)
-            .filter(|&i| rows[i].label("toxic") == Some(true))
-            .collect();
-        assert_eq!(kept, vec![0, 4]);
-        assert_eq!(
-            rows.iter()
-                .filter(|m| m.label("toxic") == Some(false))
-                .count(),
-            5
-        );
-        assert_eq!(keep_positives(&mut rows, "toxic", 50), 2);
-    }
+    Ok(aegis_teach::taught_rows(examples))
 }

@@ -109,6 +109,11 @@ impl FeatureCache {
         self.dir.join(&key[..2]).join(format!("{key}.{kind}.bin"))
     }
 
+    /// Whether the message's hidden-state features are cached (so reading it costs no model run).
+    pub fn holds(&self, guard: &Guard, text: &str) -> bool {
+        self.path(guard, text, false).exists()
+    }
+
     fn get(&self, path: &Path, magic: &[u8; 8]) -> Option<Vec<Vec<f32>>> {
         floats_from_bytes(magic, &std::fs::read(path).ok()?)
     }

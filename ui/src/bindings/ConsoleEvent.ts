@@ -5,4 +5,4 @@ import type { ModelState } from "./ModelState";
 /**
  * Something the window should hear about without asking.
  */
-export type ConsoleEvent = { "type": "model" } & ModelState | { "type": "templates_changed" } | { "type": "import", import_id: string, progress: ImportProgress, } | { "type": "eval", eval_id: string, done: number, total: number, };
+export type ConsoleEvent = { "type": "model" } & ModelState | { "type": "templates_changed" } | { "type": "import", import_id: string, progress: ImportProgress, } | { "type": "eval", eval_id: string, done: number, total: number, } | { "type": "train", train_id: string, stage: string, done: number, total: number, };

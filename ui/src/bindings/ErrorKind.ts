@@ -3,4 +3,4 @@
 /**
  * What kind of failure an error is: a stable word the window branches on.
  */
-export type ErrorKind = "invalid" | "template" | "loading" | "busy" | "unavailable" | "model" | "store" | "file" | "import" | "not_found" | "io";
+export type ErrorKind = "invalid" | "template" | "loading" | "busy" | "unavailable" | "model" | "store" | "file" | "import" | "not_found" | "io" | "cancelled";

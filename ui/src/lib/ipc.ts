@@ -26,6 +26,12 @@ import type { TemplateFile } from "../bindings/TemplateFile";
 import type { TemplateSave } from "../bindings/TemplateSave";
 import type { TryRow } from "../bindings/TryRow";
 import type { VerdictDetail } from "../bindings/VerdictDetail";
+import type { AppliedHead } from "../bindings/AppliedHead";
+import type { HeadVersion } from "../bindings/HeadVersion";
+import type { NewValidator } from "../bindings/NewValidator";
+import type { StoredExample } from "../bindings/StoredExample";
+import type { TeachValidator } from "../bindings/TeachValidator";
+import type { TrainReport } from "../bindings/TrainReport";
 
 /** A command's failure, as thrown by every call below. */
 export class ConsoleFailure extends Error {
@@ -89,6 +95,21 @@ export const api = {
   deleteEvalRun: (runId: number) => call<boolean>("delete_eval_run", { runId }),
   applyThreshold: (key: string, threshold: number) =>
     call<TemplateSave>("apply_threshold", { key, threshold }),
+  teachValidators: () => call<TeachValidator[]>("teach_validators"),
+  examples: (validator: string) => call<StoredExample[]>("examples", { validator }),
+  addExample: (validator: string, text: string, violates: boolean) =>
+    call<number>("add_example", { validator, text, violates }),
+  /** "Should fail" / "should pass" on a recorded verdict: its text becomes an example. */
+  markVerdict: (verdictId: number, validator: string, violates: boolean) =>
+    call<number>("mark_verdict", { verdictId, validator, violates }),
+  relabelExample: (id: number, violates: boolean) => call<number>("relabel_example", { id, violates }),
+  removeExample: (id: number) => call<boolean>("remove_example", { id }),
+  createValidator: (validator: NewValidator) => call<string>("create_validator", { validator }),
+  /** Trains a head; progress arrives as `train` events, `cancelRun(trainId)` stops it. */
+  trainHead: (trainId: string, validator: string) => call<TrainReport>("train_head", { trainId, validator }),
+  applyHead: (validator: string) => call<AppliedHead>("apply_head", { validator }),
+  headVersions: (validator: string) => call<HeadVersion[]>("head_versions", { validator }),
+  revertHead: (version: number) => call<AppliedHead>("revert_head", { version }),
 };
 
 export function onConsoleEvent(handler: (event: ConsoleEvent) => void): Promise<UnlistenFn> {

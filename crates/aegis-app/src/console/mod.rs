@@ -54,6 +54,14 @@ pub enum ConsoleEvent {
         done: usize,
         total: usize,
     },
+    /// How far the training `train_id` is: the stage ("reading messages", "training", "checking
+    /// for flips") and its count.
+    Train {
+        train_id: String,
+        stage: String,
+        done: usize,
+        total: usize,
+    },
 }
 
 /// Where the window's events go: Tauri's emitter in the app, a recorder in tests.
@@ -119,8 +127,11 @@ pub struct Console {
     problems: Arc<RwLock<Vec<(String, TemplateProblem)>>>,
     pub(crate) events: Arc<dyn EventSink>,
     http: tokio::sync::Mutex<HttpServer>,
-    /// Cancel flags of running imports and evaluations, by the id the window gave them.
+    /// Cancel flags of running imports, evaluations and trainings, by the id the window gave
+    /// them.
     pub(crate) running: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Heads trained in the Teach view and not yet applied, by validator.
+    pub(crate) trained: Mutex<HashMap<String, aegis_heads::Head>>,
 }
 
 impl Console {
@@ -145,6 +156,7 @@ impl Console {
             events: config.events,
             http: tokio::sync::Mutex::new(HttpServer::default()),
             running: Mutex::new(HashMap::new()),
+            trained: Mutex::new(HashMap::new()),
         });
         console.load_model();
         let http = console.settings().http;

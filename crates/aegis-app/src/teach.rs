@@ -1,0 +1,486 @@
+//! The Teach view's work: a validator's examples (marked on verdicts, typed, settled by reviews), a
+//! head trained on them beside the shipped data with progress and cancel, applied as a version
+//! and reverted; and a new validator made from a policy and its examples.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, Language};
+use aegis_heads::Head;
+use aegis_store::{ExampleOrigin, HeadVersion, NewExample, StoredExample};
+use aegis_teach::{FitRequest, HeadFlip, Progress, TeachFigures};
+use serde::{Deserialize, Serialize};
+
+use crate::console::{lock, Console, ConsoleEvent};
+use crate::error::ConsoleError;
+use crate::templates;
+
+/// Share of benign rows a trained head's threshold may flag (the shipped heads' budget).
+const BENIGN_BUDGET: f64 = 0.015;
+/// Positive examples a new validator needs before it can be created.
+pub const MIN_NEW_POSITIVES: usize = 20;
+/// Rows of the latest evaluation run whose verdicts a new head's flips are looked for in.
+const EVAL_ROWS_FOR_FLIPS: usize = 2_000;
+
+/// One validator as the Teach view lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct TeachValidator {
+    pub key: String,
+    pub name: String,
+    pub threshold: f32,
+    /// "head" or "prompt": what decides it now.
+    pub scored_by: String,
+    pub examples: usize,
+    pub should_fail: usize,
+    pub contradicted: usize,
+    /// A trained head waiting to be applied.
+    pub pending: bool,
+}
+
+/// A trained head's figures and flips, before Apply.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct TrainReport {
+    pub figures: TeachFigures,
+    pub flips: Vec<HeadFlip>,
+}
+
+/// An applied or reverted head.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct AppliedHead {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub version: i64,
+    pub path: String,
+    /// The threshold written into the template with it, when it changed.
+    pub threshold: Option<f64>,
+}
+
+/// What the "New validator" form sends.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct NewValidator {
+    pub key: String,
+    pub name: String,
+    /// The policy, in the prompt's words: it decides where the prompt does, and documents the
+    /// validator.
+    pub policy: String,
+    pub rejection_id: String,
+    pub rejection_en: String,
+    /// Messages that violate the policy, at least [`MIN_NEW_POSITIVES`].
+    pub positives: Vec<String>,
+}
+
+impl Console {
+    /// Every validator with its examples' counts and what decides it.
+    pub async fn teach_validators(&self) -> Result<Vec<TeachValidator>, ConsoleError> {
+        let examples = self.store().examples(None).await?;
+        let pending = lock(&self.trained).clone();
+        let Some(guard) = self.worker()?.guard() else {
+            return Err(aegis_runtime::WorkerError::Loading.into());
+        };
+        Ok(guard
+            .validators()
+            .iter()
+            .zip(guard.heads())
+            .map(|(v, head)| {
+                let own: Vec<&StoredExample> =
+                    examples.iter().filter(|e| e.validator == v.key).collect();
+                TeachValidator {
+                    key: v.key.clone(),
+                    name: v.name.clone(),
+                    threshold: v.threshold,
+                    scored_by: if head.is_some() { "head" } else { "prompt" }.into(),
+                    examples: own.len(),
+                    should_fail: own.iter().filter(|e| e.violates).count(),
+                    contradicted: own.iter().filter(|e| e.contradicted).count(),
+                    pending: pending.contains_key(&v.key),
+                }
+            })
+            .collect())
+    }
+
+    pub async fn examples(&self, validator: &str) -> Result<Vec<StoredExample>, ConsoleError> {
+        Ok(self.store().examples(Some(validator)).await?)
+    }
+
+    /// Teaches `validator` one text; returns the example's id (an existing one when merged).
+    pub async fn add_example(
+        &self,
+        validator: &str,
+        text: &str,
+        violates: bool,
+        origin: ExampleOrigin,
+        verdict_id: Option<i64>,
+    ) -> Result<i64, ConsoleError> {
+        self.known_validator(validator)?;
+        if text.trim().is_empty() {
+            return Err(ConsoleError::Invalid("an example needs some text".into()));
+        }
+        let added = self
+            .store()
+            .add_example(&NewExample {
+                validator: validator.to_string(),
+                text: text.to_string(),
+                violates,
+                language: Language::detect(text).code().to_string(),
+                origin,
+                verdict_id,
+            })
+            .await?;
+        Ok(added.id())
+    }
+
+    /// "Should fail" / "should pass" on a recorded verdict: its text becomes an example.
+    pub async fn mark_verdict(
+        &self,
+        verdict_id: i64,
+        validator: &str,
+        violates: bool,
+    ) -> Result<i64, ConsoleError> {
+        let detail = self.verdict(verdict_id).await?;
+        self.add_example(
+            validator,
+            &detail.row.text,
+            violates,
+            ExampleOrigin::Mark,
+            Some(verdict_id),
+        )
+        .await
+    }
+
+    pub async fn relabel_example(&self, id: i64, violates: bool) -> Result<i64, ConsoleError> {
+        Ok(self.store().relabel_example(id, violates).await?.id())
+    }
+
+    pub async fn remove_example(&self, id: i64) -> Result<bool, ConsoleError> {
+        Ok(self.store().remove_example(id).await?)
+    }
+
+    /// Writes a new validator's template and teaches it its positives; it decides by prompt
+    /// until a head is trained and applied.
+    pub async fn create_validator(&self, new: NewValidator) -> Result<String, ConsoleError> {
+        let dir = self.prompts_dir()?;
+        let key = new.key.trim().to_string();
+        let path = templates::template_path(&dir, &key)?;
+        if path.exists() {
+            return Err(ConsoleError::Invalid(format!(
+                "a validator called {key:?} exists already"
+            )));
+        }
+        for (field, value) in [
+            ("a name", &new.name),
+            ("a policy", &new.policy),
+            ("an Indonesian rejection message", &new.rejection_id),
+            ("an English rejection message", &new.rejection_en),
+        ] {
+            if value.trim().is_empty() {
+                return Err(ConsoleError::Invalid(format!(
+                    "a new validator needs {field}"
+                )));
+            }
+        }
+        let mut positives: Vec<&str> = new
+            .positives
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .collect();
+        positives.sort_unstable();
+        positives.dedup();
+        if positives.len() < MIN_NEW_POSITIVES {
+            return Err(ConsoleError::Invalid(format!(
+                "a new validator needs at least {MIN_NEW_POSITIVES} different messages that violate its policy; there are {}",
+                positives.len()
+            )));
+        }
+        let content = new_template(&new, self.next_order()?);
+        // Written (validated, atomically, versioned) and loaded before its examples go in, so an
+        // example never names a validator that does not exist.
+        self.save_template(&key, &content).await?;
+        for text in positives {
+            self.add_example(&key, text, true, ExampleOrigin::Manual, None)
+                .await?;
+        }
+        Ok(key)
+    }
+
+    fn next_order(&self) -> Result<i64, ConsoleError> {
+        let guard = self.worker()?.guard();
+        Ok(guard
+            .map(|g| g.validators().iter().map(|v| v.order).max().unwrap_or(0))
+            .unwrap_or(0)
+            + 1)
+    }
+
+    fn known_validator(&self, key: &str) -> Result<(), ConsoleError> {
+        let guard = self
+            .worker()?
+            .guard()
+            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        if guard.validators().iter().any(|v| v.key == key) {
+            Ok(())
+        } else {
+            Err(ConsoleError::Invalid(format!(
+                "no validator is called {key:?}"
+            )))
+        }
+    }
+
+    /// Trains `validator`'s head on the labelled files beside the heads and its examples
+    /// (features cached, so only new texts are encoded), measures it and lists what it would
+    /// flip; Apply makes it live. Progress goes out as `Train` events; `cancel` with the same id
+    /// stops it.
+    pub async fn train(
+        &self,
+        train_id: String,
+        validator: String,
+    ) -> Result<TrainReport, ConsoleError> {
+        let guard = self
+            .worker()?
+            .guard()
+            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        let slot = guard
+            .validators()
+            .iter()
+            .position(|v| v.key == validator)
+            .ok_or_else(|| {
+                ConsoleError::Invalid(format!("no validator is called {validator:?}"))
+            })?;
+        let dir = self.prompts_dir()?;
+        let mut taught = aegis_teach::taught_rows(self.store().examples(Some(&validator)).await?);
+        // A reviewer's agree or overturn is an example too: the label the review settled on.
+        taught.extend(
+            self.store()
+                .reviewed_examples(&Default::default())
+                .await?
+                .into_iter()
+                .map(|r| r.into_labelled())
+                .filter_map(|mut m| {
+                    let label = m.label(&validator)?;
+                    m.labels = [(validator.clone(), Some(label))].into();
+                    Some(m)
+                }),
+        );
+        let flip_candidates = self.flip_candidates(&dir).await?;
+        let current = guard.heads()[slot].clone();
+
+        let cancel = Arc::new(AtomicBool::new(false));
+        lock(&self.running).insert(train_id.clone(), cancel.clone());
+        let events = self.events.clone();
+        let id = train_id.clone();
+        let key = validator.clone();
+        let fitted = tokio::task::spawn_blocking(move || {
+            let files = aegis_teach::training_files(&dir);
+            let data = aegis_teach::read_messages(&files.training, &[])?;
+            let cache = FeatureCache::new(feature_cache_dir());
+            let report = move |stage: &str, done: usize, total: usize| {
+                events.emit(ConsoleEvent::Train {
+                    train_id: id.clone(),
+                    stage: stage.to_string(),
+                    done,
+                    total,
+                });
+            };
+            let progress = Progress {
+                report: &report,
+                cancel: &cancel,
+            };
+            let request = FitRequest {
+                key: &key,
+                data,
+                taught,
+                flip_candidates,
+                current,
+                cache: Some(&cache),
+                benign_budget: BENIGN_BUDGET,
+            };
+            aegis_teach::fit_head(&guard, request, &progress)
+        })
+        .await;
+        lock(&self.running).remove(&train_id);
+        let taught = fitted.map_err(|e| ConsoleError::Invalid(e.to_string()))??;
+        tracing::info!(
+            validator,
+            read_s = taught.figures.read_seconds,
+            train_s = taught.figures.train_seconds,
+            "trained a head"
+        );
+        lock(&self.trained).insert(validator, taught.head);
+        Ok(TrainReport {
+            figures: taught.figures,
+            flips: taught.flips,
+        })
+    }
+
+    /// Texts never trained on whose verdicts a new head may change: the benign check beside the
+    /// heads and the latest evaluation run.
+    async fn flip_candidates(
+        &self,
+        dir: &std::path::Path,
+    ) -> Result<Vec<(String, String)>, ConsoleError> {
+        let files = aegis_teach::training_files(dir);
+        let mut candidates: Vec<(String, String)> =
+            aegis_teach::read_messages(&files.benign_check, &[])?
+                .into_iter()
+                .map(|m: LabelledMessage| (m.text, "benign check".to_string()))
+                .collect();
+        if let Some(latest) = self.store().eval_runs(1).await?.first() {
+            if let Some(run) = self.store().eval_run(latest.id).await? {
+                candidates.extend(
+                    run.rows
+                        .into_iter()
+                        .take(EVAL_ROWS_FOR_FLIPS)
+                        .map(|r| (r.text, format!("evaluation run {}", run.id))),
+                );
+            }
+        }
+        Ok(candidates)
+    }
+
+    /// Makes the trained head live: written atomically where the guard reads it, recorded as a
+    /// version with its threshold, and the guard reloaded so the next check uses it.
+    pub async fn apply_head(&self, validator: &str) -> Result<AppliedHead, ConsoleError> {
+        let head: Head = lock(&self.trained).get(validator).cloned().ok_or_else(|| {
+            ConsoleError::Invalid(format!(
+                "{validator} has no trained head to apply: Train first"
+            ))
+        })?;
+        let guard = self
+            .worker()?
+            .guard()
+            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        let found = guard.validators().iter().find(|v| v.key == validator);
+        let applied = aegis_teach::apply_head(
+            self.store(),
+            &self.prompts_dir()?,
+            found,
+            &head,
+            "Teach view",
+        )
+        .await?;
+        lock(&self.trained).remove(validator);
+        self.record_threshold_change(&applied).await?;
+        self.reload_templates()?;
+        Ok(applied_head(applied))
+    }
+
+    /// A head's threshold written into its template is a template version like any save.
+    async fn record_threshold_change(
+        &self,
+        applied: &aegis_teach::Applied,
+    ) -> Result<(), ConsoleError> {
+        if applied.threshold.is_none() {
+            return Ok(());
+        }
+        let validator = applied.validator.as_str();
+        let dir = self.prompts_dir()?;
+        let path = templates::template_path(&dir, validator)?;
+        let content =
+            std::fs::read_to_string(&path).map_err(|source| ConsoleError::Io { path, source })?;
+        let parsed = templates::parse(&dir, validator, &content)?;
+        self.store()
+            .save_template_version(validator, &parsed.content_hash, &parsed.content)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn head_versions(&self, validator: &str) -> Result<Vec<HeadVersion>, ConsoleError> {
+        Ok(self.store().head_versions(validator).await?)
+    }
+
+    /// Puts an earlier head version back bit for bit (with its threshold) and reloads the guard.
+    pub async fn revert_head(&self, version: i64) -> Result<AppliedHead, ConsoleError> {
+        let guard = self
+            .worker()?
+            .guard()
+            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        let applied = aegis_teach::revert_head(
+            self.store(),
+            &self.prompts_dir()?,
+            guard.validators(),
+            version,
+        )
+        .await?;
+        self.record_threshold_change(&applied).await?;
+        self.reload_templates()?;
+        Ok(applied_head(applied))
+    }
+
+    /// Where the heads of the running guard live (for the Teach view's footer).
+    pub fn heads_folder(&self) -> Result<PathBuf, ConsoleError> {
+        let encoder = self
+            .worker()?
+            .guard()
+            .is_some_and(|g| g.encoder().is_some());
+        Ok(heads_dir(&self.prompts_dir()?, encoder))
+    }
+}
+
+fn applied_head(applied: aegis_teach::Applied) -> AppliedHead {
+    AppliedHead {
+        version: applied.version,
+        path: applied.path.display().to_string(),
+        threshold: applied.threshold,
+    }
+}
+
+/// The feature cache `aegis train` uses too, so texts encoded by one are free to the other.
+fn feature_cache_dir() -> PathBuf {
+    std::env::var_os("AEGIS_FEATURE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            dirs::cache_dir()
+                .unwrap_or_else(std::env::temp_dir)
+                .join("aegis/features")
+        })
+}
+
+/// A template in the shipped validators' shape. Front-matter values are written as JSON strings,
+/// which YAML reads as the same text whatever quotes or colons they hold.
+fn new_template(new: &NewValidator, order: i64) -> String {
+    let quoted = |s: &str| serde_json::to_string(s.trim()).unwrap_or_else(|_| "\"\"".into());
+    let policy = new.policy.trim();
+    format!(
+        "---\nname: {name}\ndescription: {description}\norder: {order}\nthreshold: 0.5\nrejection:\n  id: {id}\n  en: {en}\n---\n\
+<start_of_turn>user\n\
+You are a policy expert helping to decide whether a message sent to a chat assistant violates a safety policy. Messages may be written in Indonesian or English, often in informal chat style, slang or abbreviations.\n\n\
+Our safety principle is defined below:\n\n\
+* \"{title}\": {policy}\n\n\
+Does the message below violate the above principle? Your answer must start with 'Yes' or 'No'.\n\n\
+<message>\n{{{{message}}}}\n</message><end_of_turn>\n\
+<start_of_turn>model\n",
+        name = quoted(&new.name),
+        description = quoted(policy.lines().next().unwrap_or(policy)),
+        id = quoted(&new.rejection_id),
+        en = quoted(&new.rejection_en),
+        title = new.name.trim().replace('"', "'"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_template_parses_with_its_fields_whatever_they_hold() {
+        let new = NewValidator {
+            key: "pii".into(),
+            name: "Personal data: \"requests\"".into(),
+            policy: "Asking for OTP codes: never.\nSecond line".into(),
+            rejection_id: "Maaf: tidak bisa.".into(),
+            rejection_en: "Sorry # no".into(),
+            positives: vec![],
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let validator =
+            templates::parse(dir.path(), "pii", &new_template(&new, 7)).expect("a valid template");
+        assert_eq!(validator.name, "Personal data: \"requests\"");
+        assert_eq!(validator.description, "Asking for OTP codes: never.");
+        assert_eq!(validator.order, 7);
+        assert!(validator.content.contains("{{message}}"));
+        assert!(validator.content.contains("Second line"));
+    }
+}

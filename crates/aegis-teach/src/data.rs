@@ -1,0 +1,188 @@
+//! Where a validator's training rows come from (the labelled files beside the heads, examples
+//! taught in history) and the two ways rows are shaped for one validator: a new validator's
+//! negatives, and a learning curve's subset of positives.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use aegis_guard::LabelledMessage;
+use aegis_store::StoredExample;
+
+use crate::error::{Result, TeachError};
+
+/// The labelled files in a templates folder's `heads/`: those ending in `-holdout.jsonl` are never
+/// trained on (they are the benign check a new head's flips are shown on); the rest are the
+/// shipped training data `scripts/train-heads.sh` names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrainingFiles {
+    pub training: Vec<PathBuf>,
+    pub benign_check: Vec<PathBuf>,
+}
+
+pub fn training_files(templates_dir: &Path) -> TrainingFiles {
+    let mut files = TrainingFiles::default();
+    let Ok(entries) = std::fs::read_dir(templates_dir.join(aegis_guard::HEADS_DIR)) else {
+        return files;
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let holdout = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("-holdout.jsonl"));
+        if holdout {
+            files.benign_check.push(path);
+        } else {
+            files.training.push(path);
+        }
+    }
+    files
+}
+
+/// Labelled rows of JSONL files (the evaluation schema), skipping blank texts and rows whose
+/// `source` is excluded.
+pub fn read_messages(
+    files: &[PathBuf],
+    exclude_sources: &[String],
+) -> Result<Vec<LabelledMessage>> {
+    let mut messages = Vec::new();
+    for file in files {
+        let read_error = |source| TeachError::Read {
+            path: file.clone(),
+            source,
+        };
+        let reader = std::io::BufReader::new(std::fs::File::open(file).map_err(read_error)?);
+        for (index, line) in reader.lines().enumerate() {
+            let line = line.map_err(|source| TeachError::Read {
+                path: file.clone(),
+                source,
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let message: LabelledMessage =
+                serde_json::from_str(&line).map_err(|e| TeachError::BadRow {
+                    path: file.clone(),
+                    line: index + 1,
+                    message: e.to_string(),
+                })?;
+            let excluded = message
+                .source
+                .as_ref()
+                .is_some_and(|s| exclude_sources.contains(s));
+            if !excluded && !message.text.trim().is_empty() {
+                messages.push(message);
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// Taught examples as labelled rows: each labels its own validator only. Its origin and language
+/// are its group in validation by source, so a head taught in two languages is measured on each
+/// language's examples with the other's alone to learn from.
+pub fn taught_rows(examples: Vec<StoredExample>) -> Vec<LabelledMessage> {
+    examples
+        .into_iter()
+        .map(|e| LabelledMessage {
+            id: Some(format!("example:{}", e.id)),
+            text: e.text,
+            source: Some(format!("taught-{}-{}", e.origin.as_str(), e.language)),
+            lang: Some(e.language),
+            labels: [(e.validator, Some(e.violates))].into(),
+            kind: None,
+        })
+        .collect()
+}
+
+/// A validator no data file labels (one a prompt author created from examples) learns what it is
+/// not from the data: every data row without its label becomes a negative (benign messages and
+/// the other validators' positives). Returns how many; 0 when some data row labels it.
+pub fn negatives_for_new_validator(
+    data: &mut [LabelledMessage],
+    taught: &[LabelledMessage],
+    key: &str,
+) -> usize {
+    let labelled_in_data = data.iter().any(|m| m.label(key).is_some());
+    let taught_positives = taught.iter().any(|m| m.label(key) == Some(true));
+    if labelled_in_data || !taught_positives {
+        return 0;
+    }
+    for message in data.iter_mut() {
+        message.labels.insert(key.to_string(), Some(false));
+    }
+    data.len()
+}
+
+/// Keeps `wanted` of the validator's positives, evenly spaced in row order (so they come from
+/// every source in proportion), and unlabels the rest for this validator. Returns how many are
+/// kept.
+pub fn keep_positives(messages: &mut [LabelledMessage], key: &str, wanted: usize) -> usize {
+    let positives: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i].label(key) == Some(true))
+        .collect();
+    if wanted >= positives.len() {
+        return positives.len();
+    }
+    let keep: std::collections::BTreeSet<usize> = (0..wanted)
+        .map(|k| positives[k * positives.len() / wanted])
+        .collect();
+    for &i in &positives {
+        if !keep.contains(&i) {
+            messages[i].labels.insert(key.to_string(), None);
+        }
+    }
+    keep.len()
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(labels: &[(&str, Option<bool>)]) -> LabelledMessage {
+        LabelledMessage {
+            id: None,
+            text: "x".into(),
+            lang: Some("en".into()),
+            labels: labels.iter().map(|(k, l)| (k.to_string(), *l)).collect(),
+            source: Some("s".into()),
+            kind: None,
+        }
+    }
+
+    #[test]
+    fn a_new_validator_takes_the_data_as_negatives_and_a_known_one_does_not() {
+        let mut data = vec![row(&[("spam", Some(true))]), row(&[("spam", Some(false))])];
+        let taught = vec![row(&[("pii", Some(true))])];
+        assert_eq!(negatives_for_new_validator(&mut data, &taught, "pii"), 2);
+        assert!(data.iter().all(|m| m.label("pii") == Some(false)));
+        assert_eq!(negatives_for_new_validator(&mut data, &taught, "spam"), 0);
+        let mut fresh = vec![row(&[("spam", Some(true))])];
+        assert_eq!(
+            negatives_for_new_validator(&mut fresh, &[], "pii"),
+            0,
+            "nothing taught"
+        );
+    }
+
+    #[test]
+    fn kept_positives_are_spread_over_the_rows() {
+        let mut rows: Vec<LabelledMessage> = (0..10)
+            .map(|i| row(&[("toxic", Some(i % 2 == 0))]))
+            .collect();
+        assert_eq!(keep_positives(&mut rows, "toxic", 2), 2);
+        let kept: Vec<usize> = (0..10)
+            .filter(|&i| rows[i].label("toxic") == Some(true))
+            .collect();
+        assert_eq!(kept, vec![0, 4]);
+        assert_eq!(
+            rows.iter()
+                .filter(|m| m.label("toxic") == Some(false))
+                .count(),
+            5
+        );
+        assert_eq!(keep_positives(&mut rows, "toxic", 50), 2);
+    }
+}

@@ -1,0 +1,361 @@
+//! A head fitted for one validator on cached features, with the figures a prompt author decides
+//! on: held-out-source ROC AUC per language, recall and benign false positives at the threshold
+//! the benign budget gives, and the messages whose verdict the new head would change.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use aegis_guard::{
+    message_features, train_validator, FeatureCache, Guard, LabelledMessage, LayerSearch,
+    MessageFeatures,
+};
+use aegis_heads::{CvMetrics, Head, TrainOptions};
+use serde::Serialize;
+
+use crate::error::{Result, TeachError};
+
+/// Messages encoded per model call; also how often progress is reported and cancel is heeded.
+const FEATURE_BATCH: usize = 16;
+/// Flips listed at most (the closest calls first go last: the clearest changes lead).
+const MAX_FLIPS: usize = 200;
+
+/// What a fit reads.
+pub struct FitRequest<'a> {
+    pub key: &'a str,
+    /// The labelled files' rows (a validator they do not label takes them as its negatives).
+    pub data: Vec<LabelledMessage>,
+    /// The validator's taught examples.
+    pub taught: Vec<LabelledMessage>,
+    /// Texts never trained on whose verdicts may flip: the benign check and stored evaluation
+    /// runs, each with where it came from.
+    pub flip_candidates: Vec<(String, String)>,
+    /// The head deciding the validator now, if any: flips are measured against it, and a new
+    /// head reads the same layers.
+    pub current: Option<Head>,
+    pub cache: Option<&'a FeatureCache>,
+    /// Share of benign rows the threshold may flag (nested cross-validation).
+    pub benign_budget: f64,
+}
+
+/// How a fit reports progress and hears a cancel.
+pub struct Progress<'a> {
+    /// (what, done, total), e.g. ("reading messages", 320, 7900).
+    pub report: &'a (dyn Fn(&str, usize, usize) + Sync),
+    pub cancel: &'a AtomicBool,
+}
+
+/// A fitted head not yet applied, and what it would do.
+#[derive(Debug, Clone)]
+pub struct TaughtHead {
+    pub head: Head,
+    pub figures: TeachFigures,
+    pub flips: Vec<HeadFlip>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct TeachFigures {
+    pub validator: String,
+    pub rows: usize,
+    pub positives: usize,
+    /// Of them, the validator's taught examples.
+    pub taught: usize,
+    /// How the folds were made ("held-out sources", or random when too few sources).
+    pub validation: String,
+    pub fallback: Option<String>,
+    pub roc_auc: Option<f64>,
+    /// Random stratified folds beside held-out sources (reads higher: it rewards memorising one).
+    pub random_roc_auc: Option<f64>,
+    pub by_language: Vec<LanguageFigures>,
+    /// Chosen for the benign budget on out-of-fold scores; none without benign rows.
+    pub threshold: Option<f64>,
+    /// The template's threshold now.
+    pub current_threshold: f64,
+    pub benign_budget: f64,
+    /// Nested cross-validation at `threshold`.
+    pub recall: Option<f64>,
+    pub precision: Option<f64>,
+    pub benign_false_positive_rate: Option<f64>,
+    pub benign_rows: usize,
+    /// Taught examples the new head decides against their label (in sample, at the threshold).
+    pub taught_still_wrong: usize,
+    pub alpha: f64,
+    pub layers: String,
+    /// Messages the model had to encode (the rest came from the feature cache).
+    pub encoded: usize,
+    pub read_seconds: f64,
+    pub train_seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LanguageFigures {
+    pub language: String,
+    pub rows: usize,
+    pub positives: usize,
+    pub roc_auc: Option<f64>,
+}
+
+/// A message whose verdict the new head changes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct HeadFlip {
+    pub text: String,
+    /// "benign check", "evaluation run N" or "taught".
+    pub from: String,
+    /// The current head's score; none when no head decides the validator yet.
+    pub before: Option<f64>,
+    pub after: f64,
+    /// Whether the new head flags it (so it flagged it before, or no head decided).
+    pub now_fails: bool,
+}
+
+/// Fits the validator's head on `request`'s rows (features from the cache where it has them),
+/// chooses its strength and threshold on held-out sources, and lists the verdicts it changes.
+pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Result<TaughtHead> {
+    let key = request.key;
+    let validator = guard
+        .validators()
+        .iter()
+        .find(|v| v.key == key)
+        .ok_or_else(|| TeachError::UnknownValidator(key.to_string()))?;
+    let mut data = request.data;
+    crate::data::negatives_for_new_validator(&mut data, &request.taught, key);
+    let taught_count = request.taught.len();
+    let messages: Vec<LabelledMessage> = data
+        .into_iter()
+        .chain(request.taught)
+        .filter(|m| m.label(key).is_some())
+        .collect();
+    let positives = messages
+        .iter()
+        .filter(|m| m.label(key) == Some(true))
+        .count();
+    if positives == 0 {
+        return Err(TeachError::Invalid(format!(
+            "{key} has no positive examples to learn from: add messages that should fail it"
+        )));
+    }
+    let layers = layers_to_read(guard, request.current.as_ref());
+    let depth = layers.iter().copied().max().unwrap_or(1);
+
+    let started = Instant::now();
+    let texts: Vec<&str> = messages.iter().map(|m| m.text.as_str()).collect();
+    let (features, encoded) = read_features(
+        guard,
+        &texts,
+        request.cache,
+        depth,
+        "reading messages",
+        progress,
+    )?;
+    let (usable, features): (Vec<LabelledMessage>, Vec<MessageFeatures>) = messages
+        .into_iter()
+        .zip(features)
+        .filter_map(|(m, f)| f.map(|f| (m, f)))
+        .unzip();
+    let read_seconds = started.elapsed().as_secs_f64();
+
+    (progress.report)("training", 0, 1);
+    let started = Instant::now();
+    let search = LayerSearch {
+        candidates: vec![layers.clone()],
+        screen_alpha: 100.0,
+    };
+    let mut trained = train_validator(
+        guard,
+        key,
+        &usable,
+        &features,
+        &search,
+        &TrainOptions::default(),
+    )?;
+    let choice = aegis_eval::choose_threshold_for_budget(
+        &trained.chosen.out_of_fold,
+        &trained.labels,
+        &trained.benign,
+        request.benign_budget,
+        &trained.chosen.fold_of,
+        3,
+    );
+    let threshold = choice.as_ref().map(|c| c.threshold);
+    trained.head.training.threshold = threshold;
+    let train_seconds = started.elapsed().as_secs_f64();
+    (progress.report)("training", 1, 1);
+
+    let decide_at = threshold.unwrap_or(f64::from(validator.threshold));
+    let taught_still_wrong = usable
+        .iter()
+        .zip(&features)
+        .filter(|(m, _)| m.id.as_deref().is_some_and(|id| id.starts_with("example:")))
+        .filter(|(m, f)| {
+            let score = score(&trained.head, f, &layers).unwrap_or(0.0);
+            Some(score >= decide_at) != m.label(key)
+        })
+        .count();
+
+    let flips = flips(
+        guard,
+        &request.flip_candidates,
+        request.current.as_ref(),
+        f64::from(validator.threshold),
+        &trained.head,
+        decide_at,
+        request.cache,
+        progress,
+    )?;
+
+    let chosen = &trained.chosen;
+    let figures = TeachFigures {
+        validator: key.to_string(),
+        rows: chosen.cv.rows,
+        positives: chosen.cv.positives,
+        taught: taught_count,
+        validation: chosen.validation.describe().to_string(),
+        fallback: chosen.fallback.clone(),
+        roc_auc: chosen.cv.roc_auc,
+        random_roc_auc: chosen.random_folds.as_ref().and_then(|r| r.cv.roc_auc),
+        by_language: chosen
+            .cv_by_language
+            .iter()
+            .map(|(language, m): (&String, &CvMetrics)| LanguageFigures {
+                language: language.clone(),
+                rows: m.rows,
+                positives: m.positives,
+                roc_auc: m.roc_auc,
+            })
+            .collect(),
+        threshold,
+        current_threshold: f64::from(validator.threshold),
+        benign_budget: request.benign_budget,
+        recall: choice.as_ref().and_then(|c| c.recall),
+        precision: choice.as_ref().and_then(|c| c.precision),
+        benign_false_positive_rate: choice.as_ref().and_then(|c| c.benign_false_positive_rate),
+        benign_rows: choice.as_ref().map_or(0, |c| c.benign_rows),
+        taught_still_wrong,
+        alpha: trained.head.training.alpha,
+        layers: trained.head.features.label(),
+        encoded,
+        read_seconds,
+        train_seconds,
+    };
+    Ok(TaughtHead {
+        head: trained.head,
+        figures,
+        flips,
+    })
+}
+
+/// The layers a new head reads: the current head's, else the encoder's sentence embedding (what
+/// every shipped head reads), else the model's middle layer (issue 17 found the middle best).
+fn layers_to_read(guard: &Guard, current: Option<&Head>) -> Vec<usize> {
+    if let Some(head) = current {
+        if head.features.encoder.is_decoder() == guard.encoder().is_none() {
+            return head.features.layers.clone();
+        }
+    }
+    match guard.encoder() {
+        Some(_) => Vec::new(),
+        None => vec![(guard.model().info().layers / 2).max(1)],
+    }
+}
+
+fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {
+    head.probability(&features.input(layers))
+        .ok()
+        .map(f64::from)
+}
+
+/// Features of `texts` in batches, from the cache where it has them; `None` for a text the model
+/// could not read. Returns them and how many the model encoded.
+fn read_features(
+    guard: &Guard,
+    texts: &[&str],
+    cache: Option<&FeatureCache>,
+    depth: usize,
+    what: &str,
+    progress: &Progress,
+) -> Result<(Vec<Option<MessageFeatures>>, usize)> {
+    let mut out = Vec::with_capacity(texts.len());
+    let mut encoded = 0;
+    for chunk in texts.chunks(FEATURE_BATCH) {
+        if progress.cancel.load(Ordering::Relaxed) {
+            return Err(TeachError::Cancelled);
+        }
+        let uncached = cache.map_or(chunk.len(), |c| {
+            chunk.iter().filter(|t| !c.holds(guard, t)).count()
+        });
+        encoded += uncached;
+        for (text, result) in chunk
+            .iter()
+            .zip(message_features(guard, chunk, cache, depth, false))
+        {
+            match result {
+                Ok(f) => out.push(Some(f)),
+                Err(e) => {
+                    let preview: String = text.chars().take(40).collect();
+                    tracing::warn!(error = %e, message = preview, "skipped a message the model could not read");
+                    out.push(None);
+                }
+            }
+        }
+        (progress.report)(what, out.len(), texts.len());
+    }
+    Ok((out, encoded))
+}
+
+/// The candidates whose verdict differs between the current head (at the template's threshold)
+/// and the new one (at its own); with no current head, the ones the new head flags.
+#[allow(clippy::too_many_arguments)]
+fn flips(
+    guard: &Guard,
+    candidates: &[(String, String)],
+    current: Option<&Head>,
+    current_threshold: f64,
+    new: &Head,
+    new_threshold: f64,
+    cache: Option<&FeatureCache>,
+    progress: &Progress,
+) -> Result<Vec<HeadFlip>> {
+    let new_layers = new.features.layers.clone();
+    let current_layers = current.map(|h| h.features.layers.clone());
+    let depth = new_layers
+        .iter()
+        .chain(current_layers.iter().flatten())
+        .copied()
+        .max()
+        .unwrap_or(1);
+    let texts: Vec<&str> = candidates.iter().map(|(t, _)| t.as_str()).collect();
+    let (features, _) = read_features(guard, &texts, cache, depth, "checking for flips", progress)?;
+    let mut flips: Vec<HeadFlip> = candidates
+        .iter()
+        .zip(features)
+        .filter_map(|((text, from), f)| {
+            let f = f?;
+            let after = score(new, &f, &new_layers)?;
+            let before = match (current, &current_layers) {
+                (Some(head), Some(layers)) => score(head, &f, layers),
+                _ => None,
+            };
+            let now_fails = after >= new_threshold;
+            let changed = match before {
+                Some(b) => (b >= current_threshold) != now_fails,
+                None => now_fails,
+            };
+            changed.then(|| HeadFlip {
+                text: text.clone(),
+                from: from.clone(),
+                before,
+                after,
+                now_fails,
+            })
+        })
+        .collect();
+    // The clearest changes first.
+    flips.sort_by(|a, b| {
+        let margin = |f: &HeadFlip| (f.after - new_threshold).abs();
+        margin(b).total_cmp(&margin(a))
+    });
+    flips.truncate(MAX_FLIPS);
+    Ok(flips)
+}

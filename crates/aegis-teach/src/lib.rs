@@ -1,0 +1,19 @@
+//! Teaching a validator: its training rows (the labelled files beside the heads, the examples
+//! taught in history), a head fitted and measured on cached features, the verdicts the new head
+//! would change, and applying it as a version that reverts bit for bit. The console's Teach view
+//! and `aegis train` / `aegis heads` share it.
+
+mod data;
+mod error;
+mod fit;
+mod versions;
+
+pub use data::{
+    keep_positives, negatives_for_new_validator, read_messages, taught_rows, training_files,
+    TrainingFiles,
+};
+pub use error::{Result, TeachError};
+pub use fit::{
+    fit_head, FitRequest, HeadFlip, LanguageFigures, Progress, TaughtHead, TeachFigures,
+};
+pub use versions::{apply_head, record_head_version, revert_head, write_head_bytes, Applied};
