@@ -117,6 +117,16 @@ async fn a_validator_taught_from_examples_decides_by_its_head_learns_a_mark_and_
         .expect("the new validator ran");
     assert_eq!(decided.decided_by, ScoreSource::Head);
     assert!(!decided.passed, "{decided:?}");
+    // The verdict names the head version that decided it, as it names the template.
+    let recorded = console.verdict(request.verdict_id).await.expect("recorded");
+    let v1_hash = &console.head_versions(KEY).await.expect("versions")[0].content_hash;
+    let stored = recorded
+        .row
+        .results
+        .iter()
+        .find(|r| r.key == KEY)
+        .expect("stored");
+    assert_eq!(stored.head_hash.as_ref(), Some(v1_hash));
 
     // The head's first mistake on a warning never to share a code, marked "should pass".
     let warning = "Never share your OTP with anyone, including our staff.";

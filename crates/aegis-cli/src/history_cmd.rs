@@ -250,7 +250,7 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                 );
                 for r in &row.results {
                     println!(
-                        "  {:<18} {:.3} (prompt {}, learned {}) by {:<6} threshold {:.2} {}  template {}",
+                        "  {:<18} {:.3} (prompt {}, learned {}) by {:<6} threshold {:.2} {}  template {}{}",
                         r.key,
                         r.score,
                         r.prompt_score.map_or("-".into(), |s| format!("{s:.3}")),
@@ -258,7 +258,10 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                         r.decided_by,
                         r.threshold,
                         if r.passed { "passed" } else { "FAILED" },
-                        short(&r.template_hash)
+                        short(&r.template_hash),
+                        r.head_hash
+                            .as_deref()
+                            .map_or(String::new(), |h| format!("  head {}", short(h)))
                     );
                 }
                 for review in &detail.reviews {

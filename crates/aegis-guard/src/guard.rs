@@ -420,6 +420,10 @@ impl Guard {
                     prompt_score: answer.as_ref().map(|a| a.p_yes),
                     learned_score: learned.map(|(p, _)| p),
                     decided_by,
+                    head_hash: head
+                        .as_ref()
+                        .filter(|h| decided_by == ScoreSource::Head && !h.content_hash.is_empty())
+                        .map(|h| h.content_hash.clone()),
                     threshold: v.threshold,
                     passed: score < v.threshold,
                     latency_ms,

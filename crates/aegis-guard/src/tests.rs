@@ -171,6 +171,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
         },
         weights,
         bias,
+        content_hash: String::new(),
     }
 }
 

@@ -244,6 +244,7 @@ pub fn train_validator(
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,
+        content_hash: String::new(),
     };
     Ok(ValidatorTraining {
         key: key.to_string(),

@@ -46,6 +46,9 @@ pub struct ValidatorResult {
     /// The head's calibrated probability, when a head for this model exists.
     pub learned_score: Option<f32>,
     pub decided_by: ScoreSource,
+    /// sha256 of the head file that scored it (as `aegis heads versions` and the Teach view list
+    /// them), when a head did.
+    pub head_hash: Option<String>,
     pub threshold: f32,
     /// The score is below the threshold.
     pub passed: bool,

@@ -166,6 +166,10 @@ pub struct Head {
     pub training: TrainingRecord,
     pub weights: Vec<f32>,
     pub bias: f32,
+    /// sha256 of the bytes the head was read from (hex), so a verdict can name the head version
+    /// that decided it; empty for a head not read from a file.
+    #[serde(skip)]
+    pub content_hash: String,
 }
 
 impl Head {
@@ -183,7 +187,14 @@ impl Head {
             path: path.to_path_buf(),
             message,
         };
-        let head: Head = serde_json::from_slice(raw).map_err(|e| invalid(e.to_string()))?;
+        let mut head: Head = serde_json::from_slice(raw).map_err(|e| invalid(e.to_string()))?;
+        head.content_hash = {
+            use sha2::Digest;
+            sha2::Sha256::digest(raw)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
         if head.format != HEAD_FORMAT {
             return Err(invalid(format!(
                 "format {} is not the supported {HEAD_FORMAT}; retrain it with `aegis train`",
@@ -301,6 +312,7 @@ mod tests {
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,
+            content_hash: String::new(),
         }
     }
 
@@ -318,7 +330,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("heads/spam.json");
         head().save(&path).expect("save");
-        assert_eq!(Head::load(&path).expect("load"), head());
+        let loaded = Head::load(&path).expect("load");
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(std::fs::read(&path).expect("read"));
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(loaded.content_hash, hex, "the file's sha256");
+        assert_eq!(
+            Head {
+                content_hash: String::new(),
+                ..loaded
+            },
+            head()
+        );
 
         std::fs::write(&path, "{ not json").expect("write");
         let err = Head::load(&path).unwrap_err().to_string();
@@ -341,7 +364,14 @@ mod tests {
         encoder_head.features.encoder = Encoder::EmbeddingGemma;
         encoder_head.features.layers.clear();
         encoder_head.save(&path).expect("save");
-        assert_eq!(Head::load(&path).expect("load"), encoder_head);
+        let loaded = Head::load(&path).expect("load");
+        assert_eq!(
+            Head {
+                content_hash: String::new(),
+                ..loaded
+            },
+            encoder_head
+        );
         assert_eq!(encoder_head.features.label(), "embedding");
         encoder_head.features.layers = vec![12];
         encoder_head.save(&path).expect("save");

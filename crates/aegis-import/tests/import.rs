@@ -32,6 +32,7 @@ fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
             prompt_score: Some(score),
             learned_score: None,
             decided_by: ScoreSource::Prompt,
+            head_hash: None,
             threshold: 0.5,
             passed: !flagged,
             latency_ms: 1.0,

@@ -23,6 +23,8 @@ pub struct StoredResult {
     pub passed: bool,
     pub latency_ms: f64,
     pub template_hash: String,
+    /// sha256 of the head file that decided it (`aegis heads versions`), when a head did.
+    pub head_hash: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -180,7 +182,7 @@ impl Store {
             return Ok(());
         }
         let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash
+            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash
              FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
         );
         let mut ids = q.separated(", ");
@@ -206,6 +208,7 @@ impl Store {
                     passed: r.try_get(7)?,
                     latency_ms: r.try_get(8)?,
                     template_hash: r.try_get(9)?,
+                    head_hash: r.try_get(10)?,
                 })
             })()
             .map_err(|e| self.sql(e))?;

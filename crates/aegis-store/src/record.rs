@@ -160,8 +160,8 @@ impl Store {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
             sqlx::query(
-                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, template_version_id)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
+                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
             )
             .bind(verdict_id)
             .bind(&r.key)
@@ -176,6 +176,7 @@ impl Store {
             .bind(as_written(r.threshold))
             .bind(r.passed)
             .bind(r.latency_ms)
+            .bind(&r.head_hash)
             .bind(&r.key)
             .bind(template_hash)
             .execute(&mut *tx)

@@ -34,6 +34,7 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
             prompt_score: Some(0.4),
             learned_score: Some(score),
             decided_by: ScoreSource::Head,
+            head_hash: Some("ab".repeat(32)),
             threshold: 0.5,
             passed: score < 0.5,
             latency_ms: 12.0,

@@ -15,7 +15,12 @@ prompt_score: number | null,
 /**
  * The head's calibrated probability, when a head for this model exists.
  */
-learned_score: number | null, decided_by: ScoreSource, threshold: number, 
+learned_score: number | null, decided_by: ScoreSource, 
+/**
+ * sha256 of the head file that scored it (as `aegis heads versions` and the Teach view list
+ * them), when a head did.
+ */
+head_hash: string | null, threshold: number, 
 /**
  * The score is below the threshold.
  */
