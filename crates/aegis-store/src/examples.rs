@@ -185,24 +185,11 @@ impl Store {
         let normalized = check_new(example)?;
         let now = now_millis();
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
-        let existing: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM examples WHERE validator_key = ? AND normalized = ? AND label = ?",
-        )
-        .bind(&example.validator)
-        .bind(&normalized)
-        .bind(example.violates)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.sql(e))?;
+        let existing = self
+            .twin(&mut tx, &example.validator, &normalized, example.violates)
+            .await?;
         let added = if let Some(id) = existing {
-            sqlx::query(
-                "UPDATE examples SET times_added = times_added + 1, updated_at = ? WHERE id = ?",
-            )
-            .bind(now)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.sql(e))?;
+            self.count_again(&mut tx, id, 1, now).await?;
             Added::Merged { id }
         } else {
             let id = sqlx::query_scalar(
@@ -266,25 +253,11 @@ impl Store {
             return Ok(Added::Merged { id });
         }
         let now = now_millis();
-        let twin: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM examples WHERE validator_key = ? AND normalized = ? AND label = ?",
-        )
-        .bind(&validator)
-        .bind(&normalized)
-        .bind(violates)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.sql(e))?;
+        let twin = self
+            .twin(&mut tx, &validator, &normalized, violates)
+            .await?;
         let added = if let Some(twin) = twin {
-            sqlx::query(
-                "UPDATE examples SET times_added = times_added + ?, updated_at = ? WHERE id = ?",
-            )
-            .bind(times)
-            .bind(now)
-            .bind(twin)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.sql(e))?;
+            self.count_again(&mut tx, twin, times, now).await?;
             sqlx::query("DELETE FROM examples WHERE id = ?")
                 .bind(id)
                 .execute(&mut *tx)
@@ -303,6 +276,44 @@ impl Store {
         };
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(added)
+    }
+
+    /// The example with this validator, text and label, if there is one: a new one merges into it.
+    async fn twin(
+        &self,
+        tx: &mut sqlx::SqliteConnection,
+        validator: &str,
+        normalized: &str,
+        violates: bool,
+    ) -> Result<Option<i64>> {
+        sqlx::query_scalar(
+            "SELECT id FROM examples WHERE validator_key = ? AND normalized = ? AND label = ?",
+        )
+        .bind(validator)
+        .bind(normalized)
+        .bind(violates)
+        .fetch_optional(tx)
+        .await
+        .map_err(|e| self.sql(e))
+    }
+
+    async fn count_again(
+        &self,
+        tx: &mut sqlx::SqliteConnection,
+        id: i64,
+        times: i64,
+        now: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE examples SET times_added = times_added + ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(times)
+        .bind(now)
+        .bind(id)
+        .execute(tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        Ok(())
     }
 
     /// Removes an example; `false` when there was none with that id.
