@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, Language};
+use aegis_guard::{FeatureCache, LabelledMessage, Language};
 use aegis_heads::Head;
 use aegis_store::{ExampleOrigin, HeadVersion, NewExample, StoredExample};
 use aegis_teach::{FitRequest, HeadFlip, Progress, TeachFigures};
@@ -78,9 +78,7 @@ impl Console {
     pub async fn teach_validators(&self) -> Result<Vec<TeachValidator>, ConsoleError> {
         let examples = self.store().examples(None).await?;
         let pending = lock(&self.trained).clone();
-        let Some(guard) = self.worker()?.guard() else {
-            return Err(aegis_runtime::WorkerError::Loading.into());
-        };
+        let guard = self.loaded_guard()?;
         Ok(guard
             .validators()
             .iter()
@@ -215,11 +213,16 @@ impl Console {
             + 1)
     }
 
-    fn known_validator(&self, key: &str) -> Result<(), ConsoleError> {
-        let guard = self
+    /// The guard checks run on now; an error while the model loads.
+    fn loaded_guard(&self) -> Result<Arc<aegis_guard::Guard>, ConsoleError> {
+        Ok(self
             .worker()?
             .guard()
-            .ok_or(aegis_runtime::WorkerError::Loading)?;
+            .ok_or(aegis_runtime::WorkerError::Loading)?)
+    }
+
+    fn known_validator(&self, key: &str) -> Result<(), ConsoleError> {
+        let guard = self.loaded_guard()?;
         if guard.validators().iter().any(|v| v.key == key) {
             Ok(())
         } else {
@@ -238,10 +241,7 @@ impl Console {
         train_id: String,
         validator: String,
     ) -> Result<TrainReport, ConsoleError> {
-        let guard = self
-            .worker()?
-            .guard()
-            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        let guard = self.loaded_guard()?;
         let slot = guard
             .validators()
             .iter()
@@ -348,10 +348,7 @@ impl Console {
                 "{validator} has no trained head to apply: Train first"
             ))
         })?;
-        let guard = self
-            .worker()?
-            .guard()
-            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        let guard = self.loaded_guard()?;
         let found = guard.validators().iter().find(|v| v.key == validator);
         let applied = aegis_teach::apply_head(
             self.store(),
@@ -393,10 +390,7 @@ impl Console {
 
     /// Puts an earlier head version back bit for bit (with its threshold) and reloads the guard.
     pub async fn revert_head(&self, version: i64) -> Result<AppliedHead, ConsoleError> {
-        let guard = self
-            .worker()?
-            .guard()
-            .ok_or(aegis_runtime::WorkerError::Loading)?;
+        let guard = self.loaded_guard()?;
         let applied = aegis_teach::revert_head(
             self.store(),
             &self.prompts_dir()?,
@@ -407,15 +401,6 @@ impl Console {
         self.record_threshold_change(&applied).await?;
         self.reload_templates()?;
         Ok(applied_head(applied))
-    }
-
-    /// Where the heads of the running guard live (for the Teach view's footer).
-    pub fn heads_folder(&self) -> Result<PathBuf, ConsoleError> {
-        let encoder = self
-            .worker()?
-            .guard()
-            .is_some_and(|g| g.encoder().is_some());
-        Ok(heads_dir(&self.prompts_dir()?, encoder))
     }
 }
 
