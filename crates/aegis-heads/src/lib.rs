@@ -7,6 +7,7 @@
 //! It knows nothing of models or templates: features are plain vectors.
 
 mod error;
+mod folds;
 mod head;
 mod metrics;
 mod solver;
