@@ -24,6 +24,12 @@ pub enum GuardError {
     NoValidators(PathBuf),
     #[error("the text is empty: give a message to check")]
     EmptyText,
+    /// A conversation the guard cannot read; `index` is the turn at fault, from 0.
+    #[error("{}{problem}", turn_prefix(*index))]
+    BadTurn {
+        index: Option<usize>,
+        problem: String,
+    },
     #[error(
         "the text is too long: it is {message_tokens} tokens; with a validator's template around it the prompt is {prompt_tokens} tokens, over the model's context of {limit} tokens"
     )]
@@ -43,6 +49,10 @@ pub enum GuardError {
 }
 
 pub type Result<T, E = GuardError> = std::result::Result<T, E>;
+
+fn turn_prefix(index: Option<usize>) -> String {
+    index.map(|i| format!("turn {i}: ")).unwrap_or_default()
+}
 
 fn list_paths(paths: &[PathBuf]) -> String {
     paths

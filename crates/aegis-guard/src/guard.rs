@@ -10,11 +10,15 @@ use aegis_engine::{
 };
 use aegis_heads::Head;
 
+use crate::context::{
+    fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS,
+};
 use crate::error::{GuardError, Result};
 use crate::heads::{
     check_binding, encoder_reading, encoding_prompt, head_input, head_path, layers_read,
     load_heads, EncoderRead,
 };
+use crate::input::GuardInput;
 use crate::language::Language;
 use crate::template::{load_validators, LoadedValidators, Validator};
 pub use crate::verdict::{
@@ -57,17 +61,25 @@ pub struct Guard {
     /// Run every validator's own prompt, even where a head decides (the workbench's prompt
     /// column, the try panel, `--prompt-scores`).
     prompt_scores: bool,
+    /// Tokens of earlier turns read with a checked turn, at most.
+    context_tokens: usize,
+    context_reading: ContextReading,
 }
 
-/// What the model said about one message: the shared encoding where a head reads it, and each
+/// What the model said about one turn: the shared encoding where a head reads it, and each
 /// validator's prompt score where its prompt ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
     pub encoding: Option<Encoding>,
     /// What the sentence encoder read (see [`Guard::encoder_reading`]), where a head reads it.
     pub encoder_output: Option<EncoderOutput>,
+    /// What the encoder read of the turn joined to its context, where the turn has context and
+    /// the heads read it (see [`ContextReading`]).
+    pub context_output: Option<EncoderOutput>,
     /// Per validator, in validator order; `None` where the prompt did not run.
     pub prompt_scores: Vec<Option<Scored>>,
+    /// The checked turn and the context read with it.
+    pub turn: TurnReport,
 }
 
 impl std::fmt::Debug for Guard {
@@ -90,6 +102,8 @@ impl Guard {
             rejection: RejectionMode::default(),
             language: None,
             prompt_scores: false,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+            context_reading: ContextReading::default(),
         }
     }
 
@@ -145,7 +159,8 @@ impl Guard {
         let reloaded = reloaded
             .with_rejection(self.rejection)
             .with_language(self.language)
-            .with_prompt_scores(self.prompt_scores);
+            .with_prompt_scores(self.prompt_scores)
+            .with_context(self.context_tokens, self.context_reading);
         Ok((reloaded, problems))
     }
 
@@ -212,6 +227,8 @@ impl Guard {
             rejection: self.rejection,
             language: self.language,
             prompt_scores: self.prompt_scores,
+            context_tokens: self.context_tokens,
+            context_reading: self.context_reading,
         }
     }
 
@@ -219,6 +236,13 @@ impl Guard {
     /// Costs one prompt per validator; the head still decides.
     pub fn with_prompt_scores(mut self, on: bool) -> Self {
         self.prompt_scores = on;
+        self
+    }
+
+    /// Reads at most `tokens` of a turn's earlier turns, as `reading` says.
+    pub fn with_context(mut self, tokens: usize, reading: ContextReading) -> Self {
+        self.context_tokens = tokens;
+        self.context_reading = reading;
         self
     }
 
@@ -266,31 +290,35 @@ impl Guard {
         self.analyse_batch(&[text]).remove(0)
     }
 
-    /// `analyse` for several messages: one batched encoding and one batched scoring call; each
-    /// message gets its own result.
+    /// `analyse` for several messages, each a user's turn alone.
     pub fn analyse_batch(&self, texts: &[&str]) -> Vec<Result<Analysis>> {
-        let mut results: Vec<Option<Result<Analysis>>> = Vec::with_capacity(texts.len());
+        let inputs: Vec<GuardInput> = texts.iter().map(|t| GuardInput::message(*t)).collect();
+        self.analyse_inputs(&inputs)
+    }
+
+    /// `analyse` for several turns: one batched encoding and one batched scoring call; each input
+    /// gets its own result.
+    pub fn analyse_inputs(&self, inputs: &[GuardInput]) -> Vec<Result<Analysis>> {
+        let mut results: Vec<Option<Result<Analysis>>> = Vec::with_capacity(inputs.len());
         let mut runnable = Vec::new();
-        for (i, text) in texts.iter().enumerate() {
-            if text.trim().is_empty() {
-                results.push(Some(Err(GuardError::EmptyText)));
-            } else if let Some(too_long) = self.over_the_models_context(text) {
-                results.push(Some(Err(too_long)));
-            } else {
-                results.push(None);
-                runnable.push(i);
+        let mut turns = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
+            match self.prepare(input) {
+                Ok(turn) => {
+                    results.push(None);
+                    runnable.push(i);
+                    turns.push(turn);
+                }
+                Err(problem) => results.push(Some(Err(problem))),
             }
         }
         let layers = layers_read(&self.heads);
-        let prompted: Vec<usize> = (0..self.validators.len())
-            .filter(|&v| self.prompt_scores || self.heads[v].is_none())
-            .collect();
         let mut encodings: Vec<Option<Result<Encoding>>> =
             (0..runnable.len()).map(|_| None).collect();
         if !layers.is_empty() && !runnable.is_empty() {
             let prompts: Vec<Prompt> = runnable
                 .iter()
-                .map(|&i| encoding_prompt(texts[i]))
+                .map(|&i| encoding_prompt(inputs[i].text()))
                 .collect();
             for (slot, encoded) in encodings
                 .iter_mut()
@@ -299,56 +327,148 @@ impl Guard {
                 *slot = Some(encoded.map_err(GuardError::from));
             }
         }
-        let mut embeddings: Vec<Option<Result<EncoderOutput>>> =
-            (0..runnable.len()).map(|_| None).collect();
-        let reading = self.encoder_reading();
-        if let (Some(encoder), false) = (&self.encoder, reading.is_empty()) {
-            let batch: Vec<&str> = runnable.iter().map(|&i| texts[i]).collect();
-            for (slot, read) in embeddings
-                .iter_mut()
-                .zip(encoder.read_batch(&batch, &reading))
-            {
-                *slot = Some(read.map_err(GuardError::from));
-            }
-        }
+        let (embeddings, in_context) = self.read_encoder(inputs, &runnable, &turns);
+        let prompted: Vec<Vec<usize>> = turns
+            .iter()
+            .map(|turn| {
+                (0..self.validators.len())
+                    .filter(|&v| self.prompt_scores || self.heads[v].is_none())
+                    .filter(|&v| self.validators[v].applies_to.covers(turn.role))
+                    .collect()
+            })
+            .collect();
         let mut scores: Vec<Option<Result<Vec<Scored>>>> =
             (0..runnable.len()).map(|_| None).collect();
-        if !prompted.is_empty() && !runnable.is_empty() {
-            let prompts: Vec<Vec<Prompt>> = runnable
+        let asking: Vec<usize> = (0..runnable.len())
+            .filter(|&r| !prompted[r].is_empty())
+            .collect();
+        if !asking.is_empty() {
+            let prompts: Vec<Vec<Prompt>> = asking
                 .iter()
-                .map(|&i| {
-                    prompted
+                .map(|&r| {
+                    prompted[r]
                         .iter()
-                        .map(|&v| self.validators[v].prompt(texts[i]))
+                        .map(|&v| {
+                            self.validators[v]
+                                .prompt_in_context(inputs[runnable[r]].text(), &turns[r].context)
+                        })
                         .collect()
                 })
                 .collect();
-            for (slot, scored) in scores.iter_mut().zip(self.model.score_batch(&prompts)) {
-                *slot = Some(scored.map(|s| s.answers).map_err(GuardError::from));
+            for (&r, scored) in asking.iter().zip(self.model.score_batch(&prompts)) {
+                scores[r] = Some(scored.map(|s| s.answers).map_err(GuardError::from));
             }
         }
-        for (((&i, encoding), embedding), scored) in
-            runnable.iter().zip(encodings).zip(embeddings).zip(scores)
+        let per_input = encodings
+            .into_iter()
+            .zip(embeddings)
+            .zip(in_context)
+            .zip(scores)
+            .zip(prompted)
+            .zip(turns);
+        for (&i, (((((encoding, embedding), in_context), scored), prompted), turn)) in
+            runnable.iter().zip(per_input)
         {
             let analysis = (|| {
-                let encoding = encoding.transpose()?;
-                let encoder_output = embedding.transpose()?;
                 let mut prompt_scores = vec![None; self.validators.len()];
                 for (&v, answer) in prompted.iter().zip(scored.transpose()?.unwrap_or_default()) {
                     prompt_scores[v] = Some(answer);
                 }
                 Ok(Analysis {
-                    encoding,
-                    encoder_output,
+                    encoding: encoding.transpose()?,
+                    encoder_output: embedding.transpose()?,
+                    context_output: in_context.transpose()?,
                     prompt_scores,
+                    turn,
                 })
             })();
-            results[i] = Some(analysis.map_err(|e| self.explain_error(e, texts[i])));
+            results[i] = Some(analysis.map_err(|e| self.explain_error(e, inputs[i].text())));
         }
         results
             .into_iter()
             .map(|r| r.unwrap_or(Err(GuardError::EmptyText)))
             .collect()
+    }
+
+    /// Refuses what cannot be checked, and fits the context to its budget.
+    fn prepare(&self, input: &GuardInput) -> Result<TurnReport> {
+        if input.text().trim().is_empty() {
+            return Err(GuardError::EmptyText);
+        }
+        if let Some(index) = input
+            .context
+            .iter()
+            .position(|t| t.content.trim().is_empty())
+        {
+            return Err(GuardError::BadTurn {
+                index: Some(index),
+                problem: "its content is empty".into(),
+            });
+        }
+        if let Some(too_long) = self.over_the_models_context(input.text()) {
+            return Err(too_long);
+        }
+        let (context, context_cut) = fit_context(&input.context, self.context_tokens, |text| {
+            // A turn that cannot be counted is too odd to read as context.
+            self.model.count_user_tokens(text).unwrap_or(usize::MAX / 2)
+        });
+        if context_cut > 0 {
+            tracing::debug!(
+                turn = input.index,
+                context_cut,
+                "context over its budget: oldest turns cut"
+            );
+        }
+        Ok(TurnReport {
+            index: input.index,
+            role: input.turn.role,
+            context,
+            context_cut,
+        })
+    }
+
+    /// The encoder's readings of each runnable turn, and of the turn joined to its context where
+    /// it has context and the heads read it, all in one batch.
+    #[allow(clippy::type_complexity)]
+    fn read_encoder(
+        &self,
+        inputs: &[GuardInput],
+        runnable: &[usize],
+        turns: &[TurnReport],
+    ) -> (
+        Vec<Option<Result<EncoderOutput>>>,
+        Vec<Option<Result<EncoderOutput>>>,
+    ) {
+        let none = || (0..runnable.len()).map(|_| None).collect::<Vec<_>>();
+        let (mut alone, mut joined) = (none(), none());
+        let reading = self.encoder_reading();
+        let Some(encoder) = self.encoder.as_ref().filter(|_| !reading.is_empty()) else {
+            return (alone, joined);
+        };
+        let mut texts: Vec<String> = runnable
+            .iter()
+            .map(|&i| inputs[i].text().to_string())
+            .collect();
+        let with_context: Vec<usize> = (0..runnable.len())
+            .filter(|&r| {
+                self.context_reading != ContextReading::Turn && !turns[r].context.is_empty()
+            })
+            .collect();
+        for &r in &with_context {
+            texts.push(joined_text(&turns[r].context, inputs[runnable[r]].text()));
+        }
+        let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut read = encoder
+            .read_batch(&batch, &reading)
+            .into_iter()
+            .map(|r| r.map_err(GuardError::from));
+        for slot in alone.iter_mut() {
+            *slot = read.next();
+        }
+        for &r in &with_context {
+            joined[r] = read.next();
+        }
+        (alone, joined)
     }
 
     /// What the encoder reads of each message for this guard's heads: only the layers they name
@@ -361,81 +481,110 @@ impl Guard {
         self.check_batch(&[text]).remove(0)
     }
 
-    /// Verdicts on several messages, scored in one batch (the worker drains concurrent requests
-    /// into this); each message gets its own verdict or error.
+    /// Verdicts on several messages, each a user's turn alone, scored in one batch.
     pub fn check_batch(&self, texts: &[&str]) -> Vec<Result<Verdict>> {
+        let inputs: Vec<GuardInput> = texts.iter().map(|t| GuardInput::message(*t)).collect();
+        self.check_inputs(&inputs)
+    }
+
+    /// Verdicts on several turns, scored in one batch (the worker drains concurrent requests
+    /// into this); each gets its own verdict or error.
+    pub fn check_inputs(&self, inputs: &[GuardInput]) -> Vec<Result<Verdict>> {
         let started = Instant::now();
-        self.analyse_batch(texts)
+        self.analyse_inputs(inputs)
             .into_iter()
-            .zip(texts)
-            .map(|(analysis, text)| self.verdict(text, &analysis?, started))
+            .zip(inputs)
+            .map(|(analysis, input)| self.verdict(input.text(), analysis?, started))
             .collect()
     }
 
-    fn verdict(&self, text: &str, analysis: &Analysis, started: Instant) -> Result<Verdict> {
+    fn verdict(&self, text: &str, analysis: Analysis, started: Instant) -> Result<Verdict> {
         let reading = self.encoder_reading();
-        let encoder_read = analysis.encoder_output.as_ref().map(|output| EncoderRead {
+        let turn_read = analysis.encoder_output.as_ref().map(|output| EncoderRead {
             reading: &reading,
             output,
         });
-        let results = self
+        let context_read = analysis.context_output.as_ref().map(|output| EncoderRead {
+            reading: &reading,
+            output,
+        });
+        let mut results = Vec::with_capacity(self.validators.len());
+        let mut skipped = Vec::new();
+        for ((v, head), answer) in self
             .validators
             .iter()
             .zip(&self.heads)
             .zip(&analysis.prompt_scores)
-            .map(|((v, head), answer)| {
-                let head_failed = |message: String| GuardError::HeadFailed {
-                    key: v.key.clone(),
-                    message,
-                };
-                let learned = match head {
-                    Some(head) => {
-                        let input =
-                            head_input(&head.features, analysis.encoding.as_ref(), encoder_read)
-                                .map_err(head_failed)?;
-                        let p = head
-                            .probability(&input)
-                            .map_err(|e| head_failed(e.to_string()))?;
-                        let elapsed = analysis
-                            .encoding
-                            .as_ref()
-                            .map_or(started.elapsed().as_secs_f64() * 1e3, |e| e.elapsed_ms);
-                        Some((p, elapsed))
-                    }
-                    None => None,
-                };
-                let (score, decided_by, latency_ms) = match (learned, answer) {
-                    (Some((p, ms)), _) => (p, ScoreSource::Head, ms),
-                    (None, Some(answer)) => (answer.p_yes, ScoreSource::Prompt, answer.elapsed_ms),
-                    (None, None) => {
-                        return Err(head_failed(
-                            "neither a head nor its prompt scored it".into(),
-                        ))
-                    }
-                };
-                Ok(ValidatorResult {
-                    key: v.key.clone(),
-                    name: v.name.clone(),
-                    score,
-                    prompt_score: answer.as_ref().map(|a| a.p_yes),
-                    learned_score: learned.map(|(p, _)| p),
-                    decided_by,
-                    head_hash: head
+        {
+            if !v.applies_to.covers(analysis.turn.role) {
+                skipped.push(v.key.clone());
+                continue;
+            }
+            let head_failed = |message: String| GuardError::HeadFailed {
+                key: v.key.clone(),
+                message,
+            };
+            let head_score = |head: &Head, encoder: Option<EncoderRead<'_>>| {
+                let input = head_input(&head.features, analysis.encoding.as_ref(), encoder)
+                    .map_err(head_failed)?;
+                head.probability(&input)
+                    .map_err(|e| head_failed(e.to_string()))
+            };
+            let (learned, context_score) = match head {
+                Some(head) => {
+                    let alone = head_score(head, turn_read)?;
+                    let in_context =
+                        match context_read.filter(|_| !head.features.encoder.is_decoder()) {
+                            Some(joined) => Some(head_score(head, Some(joined))?),
+                            None => None,
+                        };
+                    let learned = match (self.context_reading, in_context) {
+                        (ContextReading::Joined, Some(p)) => p,
+                        (ContextReading::Higher, Some(p)) => p.max(alone),
+                        _ => alone,
+                    };
+                    let elapsed = analysis
+                        .encoding
                         .as_ref()
-                        .filter(|h| decided_by == ScoreSource::Head && !h.content_hash.is_empty())
-                        .map(|h| h.content_hash.clone()),
-                    threshold: v.threshold,
-                    passed: score < v.threshold,
-                    latency_ms,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+                        .map_or(started.elapsed().as_secs_f64() * 1e3, |e| e.elapsed_ms);
+                    (Some((learned, elapsed, alone)), in_context)
+                }
+                None => (None, None),
+            };
+            let (score, decided_by, latency_ms) = match (learned, answer) {
+                (Some((p, ms, _)), _) => (p, ScoreSource::Head, ms),
+                (None, Some(answer)) => (answer.p_yes, ScoreSource::Prompt, answer.elapsed_ms),
+                (None, None) => {
+                    return Err(head_failed(
+                        "neither a head nor its prompt scored it".into(),
+                    ))
+                }
+            };
+            let passed = score < v.threshold;
+            results.push(ValidatorResult {
+                key: v.key.clone(),
+                name: v.name.clone(),
+                score,
+                prompt_score: answer.as_ref().map(|a| a.p_yes),
+                learned_score: learned.map(|(p, _, _)| p),
+                context_score,
+                caught_in_context: !passed
+                    && context_score.is_some()
+                    && learned.is_some_and(|(_, _, alone)| alone < v.threshold),
+                decided_by,
+                head_hash: head
+                    .as_ref()
+                    .filter(|h| decided_by == ScoreSource::Head && !h.content_hash.is_empty())
+                    .map(|h| h.content_hash.clone()),
+                threshold: v.threshold,
+                passed,
+                latency_ms,
+            });
+        }
         let failed: Vec<&Validator> = self
             .validators
             .iter()
-            .zip(&results)
-            .filter(|(_, r)| !r.passed)
-            .map(|(v, _)| v)
+            .filter(|v| results.iter().any(|r| r.key == v.key && !r.passed))
             .collect();
         let language = self.language.unwrap_or_else(|| Language::detect(text));
         let (status, case, rejection_message) = if failed.is_empty() {
@@ -457,6 +606,8 @@ impl Guard {
             status,
             case,
             results,
+            skipped,
+            turn: analysis.turn,
             rejection_message,
             language,
             model: ModelRef {

@@ -2,10 +2,12 @@
 //! Knows nothing of SQL or HTTP; the model is any `aegis_engine::LanguageModel`.
 
 mod compat;
+mod context;
 mod error;
 mod features;
 mod guard;
 mod heads;
+mod input;
 mod language;
 mod prompts_dir;
 mod template;
@@ -13,6 +15,7 @@ mod training;
 mod verdict;
 
 pub use compat::{ChatResponse, Step, ValidateResponse};
+pub use context::{fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{GuardError, Result};
 pub use features::{message_features, FeatureCache, MessageFeatures};
 pub use guard::{
@@ -24,12 +27,18 @@ pub use heads::{
     head_input, head_path, heads_dir, heads_unavailable, layers_read, load_heads, EncoderRead,
     DECODER_HEADS_DIR, ENCODING_PREAMBLE, HEADS_DIR,
 };
+pub use input::{turn_from_parts, validate_conversation, GuardInput, Role, Turn, TurnsChecked};
 pub use language::Language;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
-pub use template::{load_validators, LoadedValidators, Rejection, Validator, PLACEHOLDER};
+pub use template::{
+    load_validators, AppliesTo, LoadedValidators, Rejection, Validator, CONTEXT_PLACEHOLDER,
+    PLACEHOLDER,
+};
 pub use training::{
     train_validator, LabelledMessage, LayerSearch, ScoringQuality, ValidatorTraining,
 };
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_conversation;

@@ -1,5 +1,6 @@
 //! Validator templates: `prompt_guard/<key>.txt`, a YAML front matter between `---` lines, then
-//! the prompt body with exactly one `{{message}}` placeholder.
+//! the prompt body with exactly one `{{message}}` placeholder and at most one `{{context}}` before
+//! it, where the turns before a conversation's checked turn go.
 
 use std::path::{Path, PathBuf};
 
@@ -8,9 +9,32 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{GuardError, Result};
+use crate::input::{Role, Turn};
 use crate::language::Language;
 
 pub const PLACEHOLDER: &str = "{{message}}";
+/// Where the earlier turns of a conversation go; optional, and only before the message.
+pub const CONTEXT_PLACEHOLDER: &str = "{{context}}";
+
+/// Whose turns a validator checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum AppliesTo {
+    User,
+    Assistant,
+    #[default]
+    Both,
+}
+
+impl AppliesTo {
+    pub fn covers(self, role: Role) -> bool {
+        matches!(
+            (self, role),
+            (Self::Both, _) | (Self::User, Role::User) | (Self::Assistant, Role::Assistant)
+        )
+    }
+}
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +48,8 @@ struct FrontMatter {
     #[serde(default = "default_threshold")]
     threshold: f32,
     rejection: Rejection,
+    #[serde(default)]
+    applies_to: AppliesTo,
 }
 
 fn default_order() -> i64 {
@@ -62,7 +88,9 @@ pub struct Validator {
     pub order: i64,
     pub threshold: f32,
     pub rejection: Rejection,
-    /// Template text before and after the placeholder.
+    /// The roles whose turns it checks; a turn by another role skips it.
+    pub applies_to: AppliesTo,
+    /// Template text before and after the placeholder (`before` may hold `{{context}}`).
     before: String,
     after: String,
     /// The whole file, as history keeps every template version a verdict used.
@@ -162,6 +190,20 @@ impl Validator {
                 ));
             }
         };
+        match before.matches(CONTEXT_PLACEHOLDER).count() + after.matches(CONTEXT_PLACEHOLDER).count() {
+            0 => {}
+            1 if before.contains(CONTEXT_PLACEHOLDER) => {}
+            1 => {
+                return Err(problem(format!(
+                    "{CONTEXT_PLACEHOLDER} must come before {PLACEHOLDER}: the earlier turns are read first"
+                )))
+            }
+            n => {
+                return Err(problem(format!(
+                    "the prompt has {n} {CONTEXT_PLACEHOLDER} placeholders; it may have one"
+                )))
+            }
+        }
         // The answer is scored at the position right after the template's last token, so the end
         // is normalised: editors disagree on trailing newlines, the model must not see the difference.
         let after = format!("{}\n", after.trim_end());
@@ -172,6 +214,7 @@ impl Validator {
             order: front.order,
             threshold: front.threshold,
             rejection: front.rejection,
+            applies_to: front.applies_to,
             before: body_start(before).to_string(),
             after,
             content_hash: hex_sha256(content.as_bytes()),
@@ -244,11 +287,34 @@ impl Validator {
 
     /// The prompt for one message: template text around the user's text, never mixed.
     pub fn prompt(&self, message: &str) -> Vec<Segment> {
-        vec![
-            Segment::Template(self.before.clone()),
-            Segment::User(message.to_string()),
-            Segment::Template(self.after.clone()),
-        ]
+        self.prompt_in_context(message, &[])
+    }
+
+    /// The prompt for a turn with the turns before it in `{{context}}` (one `role: content` line
+    /// each), where the template has the placeholder. Every turn's content is user text: no
+    /// turn can write the template's control tokens.
+    pub fn prompt_in_context(&self, message: &str, context: &[Turn]) -> Vec<Segment> {
+        let mut segments = Vec::with_capacity(3 + 3 * context.len());
+        match self.before.split_once(CONTEXT_PLACEHOLDER) {
+            Some((opening, between)) => {
+                segments.push(Segment::Template(opening.to_string()));
+                for turn in context {
+                    segments.push(Segment::Template(format!("{}: ", turn.role.as_str())));
+                    segments.push(Segment::User(turn.content.clone()));
+                    segments.push(Segment::Template("\n".into()));
+                }
+                segments.push(Segment::Template(between.to_string()));
+            }
+            None => segments.push(Segment::Template(self.before.clone())),
+        }
+        segments.push(Segment::User(message.to_string()));
+        segments.push(Segment::Template(self.after.clone()));
+        segments
+    }
+
+    /// Whether the template reads the earlier turns of a conversation.
+    pub fn reads_context(&self) -> bool {
+        self.before.contains(CONTEXT_PLACEHOLDER)
     }
 }
 

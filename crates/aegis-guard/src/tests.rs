@@ -11,7 +11,7 @@ use aegis_heads::{CvMetrics, Encoder, Features, Head, ModelBinding, TrainingReco
 
 use crate::*;
 
-fn validator(key: &str, order: i64) -> Validator {
+pub(crate) fn validator(key: &str, order: i64) -> Validator {
     let text = format!(
         "---\nname: {key}\norder: {order}\nrejection:\n  id: Maaf {key}.\n  en: Sorry {key}.\n---\nMessage: {{{{message}}}}\nIs it {key}?\n"
     );
@@ -337,7 +337,7 @@ fn a_matching_head_in_the_folder_is_used() {
 }
 
 /// A head on EmbeddingGemma-style embeddings, bound to the fake encoder.
-fn encoder_head(key: &str, weights: Vec<f32>, bias: f32) -> Head {
+pub(crate) fn encoder_head(key: &str, weights: Vec<f32>, bias: f32) -> Head {
     let encoder = FakeEncoder::new();
     let mut head = head(key, vec![], weights, bias);
     head.features.encoder = Encoder::EmbeddingGemma;

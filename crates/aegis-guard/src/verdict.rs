@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::context::TurnReport;
 use crate::language::Language;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,6 +46,10 @@ pub struct ValidatorResult {
     pub prompt_score: Option<f32>,
     /// The head's calibrated probability, when a head for this model exists.
     pub learned_score: Option<f32>,
+    /// The head's probability on the turn joined to its context, where the turn had context.
+    pub context_score: Option<f32>,
+    /// Failed only because of the context: the turn alone would have passed.
+    pub caught_in_context: bool,
     pub decided_by: ScoreSource,
     /// sha256 of the head file that scored it (as `aegis heads versions` and the Teach view list
     /// them), when a head did.
@@ -75,7 +80,12 @@ pub struct Verdict {
     pub status: Status,
     /// "aman" when every validator passed, else the failed keys joined by ", " (original API).
     pub case: String,
+    /// The validators that apply to the checked turn's role, in order.
     pub results: Vec<ValidatorResult>,
+    /// The keys of validators that do not apply to the turn's role (`applies_to`).
+    pub skipped: Vec<String>,
+    /// The turn checked and the context read with it.
+    pub turn: TurnReport,
     /// Empty when passed.
     pub rejection_message: String,
     pub language: Language,

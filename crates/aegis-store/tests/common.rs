@@ -33,6 +33,8 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
             score,
             prompt_score: Some(0.4),
             learned_score: Some(score),
+            context_score: None,
+            caught_in_context: false,
             decided_by: ScoreSource::Head,
             head_hash: Some("ab".repeat(32)),
             threshold: 0.5,
@@ -56,6 +58,8 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
         } else {
             failing.join(", ")
         },
+        skipped: Vec::new(),
+        turn: Default::default(),
         rejection_message: if failing.is_empty() {
             String::new()
         } else {

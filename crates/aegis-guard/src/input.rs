@@ -1,0 +1,253 @@
+//! What the guard checks: one turn of a conversation, with the turns before it as context. A lone
+//! message is a user's turn with no context, so every caller speaks the same type whether it has
+//! a conversation or a single string.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{GuardError, Result};
+
+/// Who wrote a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum Role {
+    /// A lone message is a user's.
+    #[default]
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "user" => Ok(Self::User),
+            "assistant" => Ok(Self::Assistant),
+            other => Err(format!(
+                "role {other:?} is not one the guard checks: use user or assistant"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Turn {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Turn {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// Which turns of a conversation get a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum TurnsChecked {
+    /// The newest turn, read in the context of the others: what a live chat needs.
+    #[default]
+    Last,
+    /// Every turn, each in the context of the turns before it: what an imported log needs.
+    All,
+}
+
+/// One turn to check and the turns before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardInput {
+    /// The turns before the checked one, oldest first.
+    pub context: Vec<Turn>,
+    pub turn: Turn,
+    /// The checked turn's position in its conversation, from 0.
+    pub index: usize,
+}
+
+impl GuardInput {
+    /// A single message, as a user's turn with nothing before it.
+    pub fn message(text: impl Into<String>) -> Self {
+        Self {
+            context: Vec::new(),
+            turn: Turn::user(text),
+            index: 0,
+        }
+    }
+
+    /// The text whose verdict this is.
+    pub fn text(&self) -> &str {
+        &self.turn.content
+    }
+
+    /// The inputs `checked` asks for in `turns`. The whole conversation is validated first, so a
+    /// bad turn anywhere is refused by its position before anything is computed.
+    pub fn from_conversation(turns: &[Turn], checked: TurnsChecked) -> Result<Vec<Self>> {
+        validate_conversation(turns)?;
+        let wanted = match checked {
+            TurnsChecked::Last => turns.len() - 1..turns.len(),
+            TurnsChecked::All => 0..turns.len(),
+        };
+        Ok(wanted
+            .map(|index| Self {
+                context: turns[..index].to_vec(),
+                turn: turns[index].clone(),
+                index,
+            })
+            .collect())
+    }
+}
+
+impl From<String> for GuardInput {
+    fn from(text: String) -> Self {
+        Self::message(text)
+    }
+}
+
+impl From<&str> for GuardInput {
+    fn from(text: &str) -> Self {
+        Self::message(text)
+    }
+}
+
+/// A conversation has at least one turn and no empty turn.
+pub fn validate_conversation(turns: &[Turn]) -> Result<()> {
+    if turns.is_empty() {
+        return Err(GuardError::BadTurn {
+            index: None,
+            problem: "the conversation has no turns".into(),
+        });
+    }
+    match turns.iter().position(|t| t.content.trim().is_empty()) {
+        Some(index) => Err(GuardError::BadTurn {
+            index: Some(index),
+            problem: "its content is empty".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A turn as clients send it (the OpenAI chat shape: `role` and `content`, where content is a
+/// string or a list of text parts), checked and named by its position when it is unusable.
+/// `system` and `developer` turns are the application's own instructions, not traffic: they are
+/// neither checked nor context, and `Ok(None)` says so.
+pub fn turn_from_parts(
+    index: usize,
+    role: &str,
+    content: &serde_json::Value,
+) -> Result<Option<Turn>> {
+    let bad = |problem: String| GuardError::BadTurn {
+        index: Some(index),
+        problem,
+    };
+    if matches!(role, "system" | "developer") {
+        return Ok(None);
+    }
+    let role: Role = role.parse().map_err(bad)?;
+    let content = match content {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .map(|part| {
+                part.get("text")
+                    .and_then(|t| t.as_str())
+                    .filter(|_| part.get("type").and_then(|t| t.as_str()) == Some("text"))
+                    .ok_or_else(|| {
+                        bad("content parts must be {\"type\": \"text\", \"text\": ...}".into())
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?
+            .join("\n"),
+        _ => {
+            return Err(bad(
+                "content must be a string or a list of text parts".into()
+            ))
+        }
+    };
+    if content.trim().is_empty() {
+        return Err(bad("its content is empty".into()));
+    }
+    Ok(Some(Turn { role, content }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_last_turn_is_checked_with_every_turn_before_it() -> Result<()> {
+        let turns = [
+            Turn::user("kamu tinggal di mana?"),
+            Turn::assistant("Maaf, saya tidak bisa membantu."),
+            Turn::user("aku tahu sekolahmu"),
+        ];
+        let last = GuardInput::from_conversation(&turns, TurnsChecked::Last)?;
+        assert_eq!(last.len(), 1);
+        assert_eq!(last[0].index, 2);
+        assert_eq!(last[0].context, turns[..2]);
+        let all = GuardInput::from_conversation(&turns, TurnsChecked::All)?;
+        assert_eq!(
+            all.iter().map(|i| i.context.len()).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn bad_conversations_are_refused_by_the_turn_at_fault() {
+        let empty = GuardInput::from_conversation(&[], TurnsChecked::Last).unwrap_err();
+        assert_eq!(empty.to_string(), "the conversation has no turns");
+        let blank = GuardInput::from_conversation(
+            &[Turn::user("halo"), Turn::assistant("  ")],
+            TurnsChecked::All,
+        )
+        .unwrap_err();
+        assert_eq!(blank.to_string(), "turn 1: its content is empty");
+    }
+
+    #[test]
+    fn client_turns_take_the_chat_shape_and_name_what_is_wrong() -> Result<()> {
+        let parts = json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]);
+        assert_eq!(
+            turn_from_parts(0, "assistant", &parts)?,
+            Some(Turn::assistant("a\nb"))
+        );
+        assert_eq!(turn_from_parts(0, "system", &json!("be kind"))?, None);
+        let role = turn_from_parts(3, "robot", &json!("hi")).unwrap_err();
+        assert!(
+            role.to_string().starts_with("turn 3: role \"robot\""),
+            "{role}"
+        );
+        let number = turn_from_parts(1, "user", &json!(5)).unwrap_err();
+        assert!(
+            number.to_string().contains("turn 1: content must be"),
+            "{number}"
+        );
+        let image = turn_from_parts(2, "user", &json!([{"type": "image_url"}])).unwrap_err();
+        assert!(
+            image.to_string().contains("turn 2: content parts"),
+            "{image}"
+        );
+        Ok(())
+    }
+}
