@@ -11,7 +11,7 @@
 use std::sync::{Arc, RwLock};
 
 use aegis_engine::ModelInfo;
-use aegis_guard::{Guard, GuardError, Verdict};
+use aegis_guard::{Guard, GuardError, GuardInput, Verdict};
 use aegis_store::TemplateContent;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -62,10 +62,18 @@ pub struct Checked {
 }
 
 struct Job {
-    text: String,
+    input: GuardInput,
     /// Runs this guard instead of the current one (a template being tried before it is saved).
     guard: Option<LoadedGuard>,
     reply: oneshot::Sender<Result<Checked, GuardError>>,
+}
+
+impl Job {
+    /// What the job adds to a batch's text: the turn and the context read with it.
+    fn text_bytes(&self) -> usize {
+        let context: usize = self.input.context.iter().map(|t| t.content.len()).sum();
+        self.input.turn.content.len() + context
+    }
 }
 
 /// At most this many messages share one batch.
@@ -125,14 +133,14 @@ impl Worker {
                 let mut held_over = None;
                 while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
                     let mut batch = vec![first];
-                    let mut text_bytes = batch[0].text.len();
+                    let mut text_bytes = batch[0].text_bytes();
                     while batch.len() < MAX_BATCH_MESSAGES {
                         let Ok(next) = receiver.try_recv() else { break };
-                        if text_bytes + next.text.len() > MAX_BATCH_TEXT_BYTES {
+                        if text_bytes + next.text_bytes() > MAX_BATCH_TEXT_BYTES {
                             held_over = Some(next);
                             break;
                         }
-                        text_bytes += next.text.len();
+                        text_bytes += next.text_bytes();
                         batch.push(next);
                     }
                     this.run_batch(batch);
@@ -166,8 +174,8 @@ impl Worker {
             }
         }
         for (loaded, jobs) in groups {
-            let texts: Vec<&str> = jobs.iter().map(|j| j.text.as_str()).collect();
-            let verdicts = loaded.guard.check_batch(&texts);
+            let inputs: Vec<GuardInput> = jobs.iter().map(|j| j.input.clone()).collect();
+            let verdicts = loaded.guard.check_inputs(&inputs);
             if jobs.len() > 1 {
                 tracing::debug!(messages = jobs.len(), "scored a batch");
             }
@@ -228,10 +236,11 @@ impl Worker {
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(LoadedGuard::new(guard));
     }
 
-    /// Checks `text` now or answers at once why not: the model is loading or failed, or the
-    /// queue is full ("busy"). What HTTP clients and the window's typed checks want.
-    pub async fn check(&self, text: String) -> Result<Checked, WorkerError> {
-        self.submit(text, None, Admission::Immediate).await
+    /// Checks a message (or a conversation's turn) now or answers at once why not: the model is
+    /// loading or failed, or the queue is full ("busy"). What HTTP clients and the window's typed
+    /// checks want.
+    pub async fn check(&self, input: impl Into<GuardInput>) -> Result<Checked, WorkerError> {
+        self.submit(input.into(), None, Admission::Immediate).await
     }
 
     /// `check` on `guard` instead of the current one, in the same queue (the model has one
@@ -239,24 +248,25 @@ impl Worker {
     pub async fn check_with(
         &self,
         guard: LoadedGuard,
-        text: String,
+        input: impl Into<GuardInput>,
     ) -> Result<Checked, WorkerError> {
-        self.submit(text, Some(guard), Admission::Immediate).await
+        self.submit(input.into(), Some(guard), Admission::Immediate)
+            .await
     }
 
     /// `check` for callers inside the app (imports, evaluations): waits for the model to load
     /// and for room in the queue instead of answering "loading" or "busy".
     pub async fn check_waiting(
         &self,
-        text: String,
+        input: impl Into<GuardInput>,
         guard: Option<LoadedGuard>,
     ) -> Result<Checked, WorkerError> {
-        self.submit(text, guard, Admission::Waiting).await
+        self.submit(input.into(), guard, Admission::Waiting).await
     }
 
     async fn submit(
         &self,
-        text: String,
+        input: GuardInput,
         guard: Option<LoadedGuard>,
         admission: Admission,
     ) -> Result<Checked, WorkerError> {
@@ -270,7 +280,11 @@ impl Worker {
             ModelStatus::Ready(_) => {}
         }
         let (reply, answer) = oneshot::channel();
-        let job = Job { text, guard, reply };
+        let job = Job {
+            input,
+            guard,
+            reply,
+        };
         match admission {
             Admission::Immediate => self.jobs.try_send(job).map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => WorkerError::Busy(self.queue),
@@ -307,7 +321,7 @@ mod tests {
             ModelStatus::Failed("no weights here".into())
         );
         let refused = worker
-            .check_waiting("halo".into(), None)
+            .check_waiting("halo", None)
             .await
             .expect_err("no model");
         assert!(matches!(refused, WorkerError::Failed(m) if m == "no weights here"));

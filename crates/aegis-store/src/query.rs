@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use aegis_guard::{Role, Turn};
 use serde::Serialize;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
@@ -25,6 +26,10 @@ pub struct StoredResult {
     pub template_hash: String,
     /// sha256 of the head file that decided it (`aegis heads versions`), when a head did.
     pub head_hash: Option<String>,
+    /// The head's score on the turn joined to its context, where the turn had context.
+    pub context_score: Option<f64>,
+    /// It failed only because of the context.
+    pub caught_in_context: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,6 +54,15 @@ pub struct HistoryRow {
     pub latency_ms: f64,
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub review_count: i64,
+    /// Who wrote the checked text, and where it stood in its conversation (0 for a lone message).
+    pub role: Role,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub turn_index: i64,
+    /// The earlier turns the guard read with it, oldest first.
+    pub context: Vec<Turn>,
+    /// Older turns cut to fit the context budget.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub context_cut: i64,
     pub results: Vec<StoredResult>,
 }
 
@@ -120,7 +134,7 @@ pub struct DailyCount {
     pub failed: i64,
 }
 
-const ROW_COLUMNS: &str = "v.id, m.id, v.created_at, m.text, m.source, m.user_id, v.status, v.case_label, v.rejection_message, v.language, v.model_id, v.model_hash, v.latency_ms, (SELECT count(*) FROM reviews rv WHERE rv.verdict_id = v.id)";
+const ROW_COLUMNS: &str = "v.id, m.id, v.created_at, m.text, m.source, m.user_id, v.status, v.case_label, v.rejection_message, v.language, v.model_id, v.model_hash, v.latency_ms, (SELECT count(*) FROM reviews rv WHERE rv.verdict_id = v.id), m.role, m.turn_index, m.context, m.context_cut";
 
 impl Store {
     /// Newest first, `limit` rows after `after`.
@@ -182,7 +196,7 @@ impl Store {
             return Ok(());
         }
         let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash
+            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash, r.context_score, r.caught_in_context
              FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
         );
         let mut ids = q.separated(", ");
@@ -209,6 +223,8 @@ impl Store {
                     latency_ms: r.try_get(8)?,
                     template_hash: r.try_get(9)?,
                     head_hash: r.try_get(10)?,
+                    context_score: r.try_get(11)?,
+                    caught_in_context: r.try_get(12)?,
                 })
             })()
             .map_err(|e| self.sql(e))?;
@@ -361,6 +377,14 @@ fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx
         model_hash: r.try_get(11)?,
         latency_ms: r.try_get(12)?,
         review_count: r.try_get(13)?,
+        role: r
+            .try_get::<String, _>(14)?
+            .parse()
+            .map_err(|e: String| sqlx::Error::Decode(e.into()))?,
+        turn_index: r.try_get(15)?,
+        context: serde_json::from_str(&r.try_get::<String, _>(16)?)
+            .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        context_cut: r.try_get(17)?,
         results: Vec::new(),
     })
 }

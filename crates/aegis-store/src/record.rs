@@ -123,13 +123,20 @@ impl Store {
                 .await?;
         }
         let message_id: i64 = sqlx::query_scalar(
-            "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, role, turn_index, context, context_cut, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(new.text)
         .bind(new.source.as_str())
         .bind(new.user_id)
         .bind(new.import.map(|i| i.batch_id))
         .bind(new.import.map(|i| i.row))
+        .bind(new.verdict.turn.role.as_str())
+        .bind(new.verdict.turn.index as i64)
+        .bind(
+            serde_json::to_string(&new.verdict.turn.context)
+                .map_err(|e| StoreError::Invalid(format!("the context cannot be kept: {e}")))?,
+        )
+        .bind(new.verdict.turn.context_cut as i64)
         .bind(now)
         .fetch_one(&mut *tx)
         .await
@@ -160,8 +167,8 @@ impl Store {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
             sqlx::query(
-                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
+                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, context_score, caught_in_context, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
             )
             .bind(verdict_id)
             .bind(&r.key)
@@ -169,6 +176,8 @@ impl Store {
             .bind(f64::from(r.score))
             .bind(r.prompt_score.map(f64::from))
             .bind(r.learned_score.map(f64::from))
+            .bind(r.context_score.map(f64::from))
+            .bind(r.caught_in_context)
             .bind(match r.decided_by {
                 ScoreSource::Prompt => "prompt",
                 ScoreSource::Head => "head",

@@ -2,6 +2,7 @@
 
 mod bad_states;
 mod common;
+mod conversations;
 mod eval_runs;
 mod history;
 mod imports;
