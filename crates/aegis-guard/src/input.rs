@@ -129,6 +129,24 @@ impl From<&str> for GuardInput {
     }
 }
 
+/// The model's chat prompt for the next assistant turn after `turns`: what a prototype's answer
+/// is generated from. Every turn's content is user text, so no turn can close its own turn.
+pub fn answer_prompt(turns: &[Turn]) -> Vec<aegis_engine::Segment> {
+    use aegis_engine::Segment;
+    let mut prompt = Vec::with_capacity(2 * turns.len() + 1);
+    for turn in turns {
+        let speaker = match turn.role {
+            Role::User => "user",
+            Role::Assistant => "model",
+        };
+        prompt.push(Segment::Template(format!("<start_of_turn>{speaker}\n")));
+        prompt.push(Segment::User(turn.content.clone()));
+        prompt.push(Segment::Template("<end_of_turn>\n".into()));
+    }
+    prompt.push(Segment::Template("<start_of_turn>model\n".into()));
+    prompt
+}
+
 /// A conversation has at least one turn and no empty turn.
 pub fn validate_conversation(turns: &[Turn]) -> Result<()> {
     if turns.is_empty() {

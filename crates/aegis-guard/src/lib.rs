@@ -14,7 +14,7 @@ mod template;
 mod training;
 mod verdict;
 
-pub use compat::{ChatResponse, Step, ValidateResponse};
+pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
 pub use context::{fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{GuardError, Result};
 pub use features::{message_features, FeatureCache, MessageFeatures};
@@ -27,7 +27,9 @@ pub use heads::{
     head_input, head_path, heads_dir, heads_unavailable, layers_read, load_heads, EncoderRead,
     DECODER_HEADS_DIR, ENCODING_PREAMBLE, HEADS_DIR,
 };
-pub use input::{turn_from_parts, validate_conversation, GuardInput, Role, Turn, TurnsChecked};
+pub use input::{
+    answer_prompt, turn_from_parts, validate_conversation, GuardInput, Role, Turn, TurnsChecked,
+};
 pub use language::Language;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
 pub use template::{

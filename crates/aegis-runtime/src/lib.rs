@@ -1,10 +1,12 @@
 //! The model's runtime, shared by the HTTP API, the desktop app, the CLI and the bench: one
 //! thread owns the model; callers submit messages and await verdicts.
 
+mod answer_gate;
 mod bootstrap;
 mod record;
 mod worker;
 
+pub use answer_gate::{answer_gate, Gated, ANSWER_TOKENS};
 pub use bootstrap::{
     BuiltGuard, GuardSetup, HeadsRead, ModelSource, SetupError, DEFAULT_HEADS_READ,
 };

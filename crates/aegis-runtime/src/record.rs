@@ -2,6 +2,7 @@
 //! API, the desktop app and `aegis check` alike (imports record through `aegis-import`, which
 //! also tracks the row in its batch).
 
+use aegis_guard::GuardInput;
 use aegis_store::{NewVerdict, Source, Store, StoreError};
 
 use crate::worker::{Checked, Worker, WorkerError};
@@ -22,17 +23,19 @@ pub struct Recorded {
     pub verdict_id: Result<i64, StoreError>,
 }
 
-/// Checks `text` on the worker and records the verdict in `store`.
+/// Checks a message or a conversation's turn on the worker and records the verdict in `store`,
+/// with the context it was read in.
 pub async fn check_and_record(
     worker: &Worker,
     store: &Store,
-    text: &str,
+    input: impl Into<GuardInput>,
     submitter: Submitter<'_>,
 ) -> Result<Recorded, WorkerError> {
-    let checked = worker.check(text.to_string()).await?;
+    let input = input.into();
+    let checked = worker.check(input.clone()).await?;
     let verdict_id = store
         .record(&NewVerdict {
-            text,
+            text: input.text(),
             source: submitter.source,
             user_id: submitter.user_id,
             import: None,

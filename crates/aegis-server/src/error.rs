@@ -73,6 +73,9 @@ pub(crate) fn worker_error(error: WorkerError) -> ApiError {
         WorkerError::Guard(GuardError::EmptyText) => {
             ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
         }
+        WorkerError::Guard(e @ GuardError::BadTurn { .. }) => {
+            ApiError::bad_request("bad_turn", e.to_string())
+        }
         WorkerError::Guard(e @ GuardError::TooLong { .. }) => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "text_too_long",

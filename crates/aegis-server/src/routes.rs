@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use aegis_engine::SYNTHETIC_WARNING;
-use aegis_guard::{ChatResponse, GuardError, ValidateResponse, Verdict};
+use aegis_guard::{
+    turn_from_parts, ChatResponse, GuardError, GuardInput, Role, Turn, TurnsChecked,
+    ValidateResponse, Verdict,
+};
 use aegis_store::Source;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -17,7 +20,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::error::{worker_error, ApiError};
 use crate::json::ApiJson;
 use crate::state::AppState;
-use aegis_runtime::{check_and_record, ModelStatus, Submitter};
+use aegis_runtime::{answer_gate, check_and_record, ModelStatus, Submitter};
 
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new()
@@ -64,12 +67,104 @@ pub fn router(state: Arc<AppState>) -> Router {
 #[serde(deny_unknown_fields)]
 struct GuardRequest {
     user_id: String,
-    question: String,
+    /// One message, a user's (the original service's field).
+    #[serde(default)]
+    question: Option<String>,
+    /// A conversation in the OpenAI chat shape, `[{"role", "content"}]`: its last turn is
+    /// checked in the context of the turns before it (every turn with `"turns": "all"`).
+    #[serde(default)]
+    messages: Option<Vec<Value>>,
+    #[serde(default)]
+    turns: TurnsChecked,
+    /// `/chat` only: when the last turn passes, write an answer with the loaded model, check it
+    /// as the assistant's turn, and return it, or the rejection when it fails.
+    #[serde(default)]
+    answer: bool,
 }
 
-/// Checks and records one message.
-async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Verdict, ApiError> {
-    let checked = check_unmeasured(state, text, user_id).await;
+impl GuardRequest {
+    /// The turns to check, each named by its position in `messages`. Bad input is refused here,
+    /// before the queue, by the turn at fault.
+    fn inputs(&self) -> Result<Vec<GuardInput>, ApiError> {
+        let turns = match (&self.question, &self.messages) {
+            (Some(question), None) => return Ok(vec![GuardInput::message(question.as_str())]),
+            (None, Some(messages)) => messages,
+            _ => {
+                return Err(ApiError::bad_request(
+                    "bad_request",
+                    "give either question (one message) or messages (a conversation), not both",
+                ))
+            }
+        };
+        let (turns, positions) = conversation_turns(turns).map_err(guard_input_error)?;
+        let mut inputs =
+            GuardInput::from_conversation(&turns, self.turns).map_err(|e| match e {
+                // Positions in the request, not in the turns left after system ones.
+                GuardError::BadTurn {
+                    index: Some(i),
+                    problem,
+                } => guard_input_error(GuardError::BadTurn {
+                    index: Some(positions[i]),
+                    problem,
+                }),
+                other => guard_input_error(other),
+            })?;
+        for input in &mut inputs {
+            input.index = positions[input.index];
+        }
+        Ok(inputs)
+    }
+
+    /// What the original response's `question` field holds: the message, or the last turn.
+    fn question(&self, inputs: &[GuardInput]) -> String {
+        self.question.clone().unwrap_or_else(|| {
+            inputs
+                .last()
+                .map(|i| i.text().to_string())
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// The user and assistant turns of `messages`, and each one's position in it.
+fn conversation_turns(messages: &[Value]) -> Result<(Vec<Turn>, Vec<usize>), GuardError> {
+    let mut turns = Vec::new();
+    let mut positions = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let bad = |problem: &str| GuardError::BadTurn {
+            index: Some(index),
+            problem: problem.into(),
+        };
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("needs a role: user or assistant"))?;
+        let content = message.get("content").ok_or_else(|| bad("needs content"))?;
+        if let Some(turn) = turn_from_parts(index, role, content)? {
+            turns.push(turn);
+            positions.push(index);
+        }
+    }
+    if turns.is_empty() {
+        return Err(GuardError::BadTurn {
+            index: None,
+            problem: "messages holds no user or assistant turn to check".into(),
+        });
+    }
+    Ok((turns, positions))
+}
+
+fn guard_input_error(error: GuardError) -> ApiError {
+    ApiError::bad_request("bad_turn", error.to_string())
+}
+
+/// Checks and records one turn.
+async fn check(
+    state: &AppState,
+    input: GuardInput,
+    user_id: Option<&str>,
+) -> Result<Verdict, ApiError> {
+    let checked = check_unmeasured(state, input, user_id).await;
     match &checked {
         Ok(verdict) => crate::metrics::record_verdict(verdict),
         Err(error) => crate::metrics::record_check_failure(error),
@@ -77,26 +172,30 @@ async fn check(state: &AppState, text: &str, user_id: Option<&str>) -> Result<Ve
     checked
 }
 
+/// Checks the request's turns, all queued at once so the worker batches them; answers keep
+/// their order.
+async fn check_all(
+    state: &AppState,
+    inputs: Vec<GuardInput>,
+    user_id: Option<&str>,
+) -> Result<Vec<Verdict>, ApiError> {
+    futures_util::future::try_join_all(inputs.into_iter().map(|i| check(state, i, user_id))).await
+}
+
 async fn check_unmeasured(
     state: &AppState,
-    text: &str,
+    input: GuardInput,
     user_id: Option<&str>,
 ) -> Result<Verdict, ApiError> {
-    if text.trim().is_empty() {
-        return Err(ApiError::bad_request(
-            "empty_text",
-            GuardError::EmptyText.to_string(),
-        ));
-    }
     let Some(store) = &state.store else {
-        let checked = state.worker.check(text.to_string()).await;
+        let checked = state.worker.check(input).await;
         return Ok(checked.map_err(worker_error)?.verdict);
     };
     let submitter = Submitter {
         source: Source::Http,
         user_id,
     };
-    let recorded = check_and_record(&state.worker, store, text, submitter)
+    let recorded = check_and_record(&state.worker, store, input, submitter)
         .await
         .map_err(worker_error)?;
     // The client gets its verdict even when history could not keep it.
@@ -110,20 +209,63 @@ async fn validate(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<GuardRequest>,
 ) -> Result<Json<ValidateResponse>, ApiError> {
-    let verdict = check(&state, &request.question, Some(&request.user_id)).await?;
-    Ok(Json(ValidateResponse::new(
-        &request.user_id,
-        &request.question,
-        &verdict,
-    )))
+    let inputs = request.inputs()?;
+    let question = request.question(&inputs);
+    let verdicts = check_all(&state, inputs, Some(&request.user_id)).await?;
+    Ok(Json(if request.messages.is_some() {
+        ValidateResponse::for_turns(&request.user_id, &question, &verdicts)
+    } else {
+        ValidateResponse::new(&request.user_id, &question, &verdicts[0])
+    }))
 }
 
 async fn chat(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<GuardRequest>,
 ) -> Result<Json<ChatResponse>, ApiError> {
-    let verdict = check(&state, &request.question, Some(&request.user_id)).await?;
-    Ok(Json(ChatResponse::new(&verdict)))
+    let inputs = request.inputs()?;
+    if request.answer {
+        return answer(&state, &request, inputs).await.map(Json);
+    }
+    let verdicts = check_all(&state, inputs, Some(&request.user_id)).await?;
+    Ok(Json(ChatResponse::for_turns(&verdicts)))
+}
+
+/// `/chat` with `"answer": true`: the answer gate (see `aegis_runtime::answer_gate`).
+async fn answer(
+    state: &AppState,
+    request: &GuardRequest,
+    inputs: Vec<GuardInput>,
+) -> Result<ChatResponse, ApiError> {
+    let Some(last) = inputs.into_iter().last() else {
+        return Err(guard_input_error(GuardError::EmptyText));
+    };
+    if last.turn.role != Role::User || request.turns != TurnsChecked::Last {
+        return Err(ApiError::bad_request(
+            "bad_request",
+            "answer needs a conversation that ends with the user's turn, and checks that turn only",
+        ));
+    }
+    let mut turns = last.context;
+    turns.push(last.turn);
+    let gated = answer_gate(&state.worker, turns)
+        .await
+        .map_err(worker_error)?;
+    crate::metrics::record_verdict(&gated.question);
+    let mut response = ChatResponse::new(&gated.question);
+    if let Some((_, verdict)) = &gated.answer {
+        crate::metrics::record_verdict(verdict);
+        response.answer_status = Some(verdict.status.as_str().to_string());
+    }
+    response.response = gated.response().to_string();
+    response.can_proceed = gated.can_proceed();
+    response.status = if gated.can_proceed() {
+        "passed"
+    } else {
+        "failed"
+    }
+    .to_string();
+    Ok(response)
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
@@ -197,9 +339,15 @@ async fn moderations(
     }
     // All inputs go to the worker at once, so it checks them in batches; answers keep the
     // inputs' order. A full queue answers the whole request 503, like any other.
-    let verdicts =
-        futures_util::future::try_join_all(inputs.iter().map(|text| check(&state, text, None)))
-            .await?;
+    let verdicts = check_all(
+        &state,
+        inputs
+            .iter()
+            .map(|t| GuardInput::message(t.as_str()))
+            .collect(),
+        None,
+    )
+    .await?;
     let mut results = Vec::with_capacity(inputs.len());
     for verdict in verdicts {
         let categories: serde_json::Map<String, Value> = verdict

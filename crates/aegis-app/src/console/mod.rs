@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use aegis_engine::LanguageModel;
-use aegis_guard::{find_prompts_dir, GuardError, Language, Verdict};
+use aegis_guard::{find_prompts_dir, GuardInput, Language, Turn, TurnsChecked, Verdict};
 use aegis_runtime::{check_and_record, Submitter, Worker, WorkerError};
 use aegis_store::{Source, Store};
 use serde::Serialize;
@@ -219,15 +219,30 @@ impl Console {
 
     /// Checks a typed message and records it.
     pub async fn check(&self, text: String) -> Result<CheckResult, ConsoleError> {
-        check_size(&text)?;
-        if text.trim().is_empty() {
-            return Err(GuardError::EmptyText.into());
+        self.check_input(GuardInput::message(text)).await
+    }
+
+    /// Checks a typed conversation's last turn, or every turn, each in the context of the turns
+    /// before it, and records each verdict with its context.
+    pub async fn check_conversation(
+        &self,
+        turns: Vec<Turn>,
+        checked: TurnsChecked,
+    ) -> Result<Vec<CheckResult>, ConsoleError> {
+        let mut results = Vec::new();
+        for input in GuardInput::from_conversation(&turns, checked)? {
+            results.push(self.check_input(input).await?);
         }
+        Ok(results)
+    }
+
+    async fn check_input(&self, input: GuardInput) -> Result<CheckResult, ConsoleError> {
+        check_size(input.text())?;
         let submitter = Submitter {
             source: Source::Typed,
             user_id: None,
         };
-        let recorded = check_and_record(&self.worker()?, &self.store, &text, submitter).await?;
+        let recorded = check_and_record(&self.worker()?, &self.store, input, submitter).await?;
         let checked = recorded.checked;
         let verdict_id = recorded.verdict_id?;
         Ok(CheckResult {

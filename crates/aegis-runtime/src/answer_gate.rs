@@ -1,0 +1,71 @@
+//! The answer gate a prototype puts around its chatbot: check the user's turn, write an answer
+//! with the loaded model, check the answer in the conversation, and give the rejection instead of
+//! an answer that fails.
+
+use aegis_guard::{answer_prompt, GuardInput, Status, Turn, Verdict};
+
+use crate::worker::{Worker, WorkerError};
+
+/// An answer is at most this many tokens: a chat reply, not an essay, on a 2-core machine.
+pub const ANSWER_TOKENS: usize = 160;
+
+/// What the gate decided.
+#[derive(Debug, Clone)]
+pub struct Gated {
+    /// The verdict on the user's last turn.
+    pub question: Verdict,
+    /// The answer the model wrote and its verdict, when the question passed.
+    pub answer: Option<(String, Verdict)>,
+}
+
+impl Gated {
+    /// What the user is shown: the answer when both passed, else the first rejection.
+    pub fn response(&self) -> &str {
+        match &self.answer {
+            _ if self.question.status == Status::Failed => &self.question.rejection_message,
+            Some((_, verdict)) if verdict.status == Status::Failed => &verdict.rejection_message,
+            Some((answer, _)) => answer,
+            None => "",
+        }
+    }
+
+    pub fn can_proceed(&self) -> bool {
+        self.question.status == Status::Passed
+            && self
+                .answer
+                .as_ref()
+                .is_some_and(|(_, v)| v.status == Status::Passed)
+    }
+}
+
+/// Runs the gate on `turns`, whose last turn is the user's. Each check goes through the worker's
+/// queue; the answer is written on a blocking thread on the worker's model.
+pub async fn answer_gate(worker: &Worker, turns: Vec<Turn>) -> Result<Gated, WorkerError> {
+    let mut inputs = GuardInput::from_conversation(&turns, aegis_guard::TurnsChecked::Last)?;
+    let question = worker.check(inputs.remove(0)).await?.verdict;
+    if question.status == Status::Failed {
+        return Ok(Gated {
+            question,
+            answer: None,
+        });
+    }
+    let model = worker.guard().ok_or(WorkerError::Loading)?.model().clone();
+    let prompt = answer_prompt(&turns);
+    let written =
+        tokio::task::spawn_blocking(move || model.generate(&prompt, ANSWER_TOKENS, &mut |_| {}))
+            .await
+            .map_err(|_| WorkerError::Stopped)?
+            .map_err(aegis_guard::GuardError::from)?;
+    let answer = written.trim().to_string();
+    let index = turns.len();
+    let answer_turn = GuardInput {
+        context: turns,
+        turn: Turn::assistant(answer.clone()),
+        index,
+    };
+    let verdict = worker.check(answer_turn).await?.verdict;
+    Ok(Gated {
+        question,
+        answer: Some((answer, verdict)),
+    })
+}
