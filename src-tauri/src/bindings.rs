@@ -11,6 +11,7 @@ fn export(out: &Path) {
     let all = [
         aegis_app::console::ConsoleEvent::export_all_to(out),
         aegis_app::console::CheckResult::export_all_to(out),
+        aegis_guard::TurnsChecked::export_all_to(out),
         aegis_app::console::FilePreview::export_all_to(out),
         aegis_app::console::HistoryQuery::export_all_to(out),
         aegis_app::console::TryRow::export_all_to(out),

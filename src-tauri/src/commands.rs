@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aegis_eval::Comparison;
+use aegis_guard::{Turn, TurnsChecked};
 use aegis_import::ImportSummary;
 use aegis_store::{
     Decision, EvalRunSummary, ExampleOrigin, HeadVersion, HistoryPage, ReviewQueue, StoredExample,
@@ -39,6 +40,17 @@ pub fn model_state(console: Console_<'_>) -> ModelState {
 #[tauri::command]
 pub async fn check(console: Console_<'_>, text: String) -> Answer<CheckResult> {
     Ok(console.check(text).await?)
+}
+
+/// Checks a conversation typed on the Check screen: its last turn, or every turn, each in the
+/// context of the turns before it.
+#[tauri::command]
+pub async fn check_conversation(
+    console: Console_<'_>,
+    turns: Vec<Turn>,
+    checked: TurnsChecked,
+) -> Answer<Vec<CheckResult>> {
+    Ok(console.check_conversation(turns, checked).await?)
 }
 
 #[tauri::command]

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use aegis_guard::{GuardError, ScoreSource, Status, ValidateResponse, Verdict};
+use aegis_guard::{GuardError, GuardInput, ScoreSource, Status, ValidateResponse, Verdict};
 use aegis_runtime::{check_and_record, ModelStatus, Submitter, Worker, WorkerError};
 use aegis_store::{Source, Store};
 use anyhow::Result;
@@ -19,11 +19,16 @@ use aegis_import::read_rows;
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// The message to check.
-    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    #[arg(required_unless_present_any = ["file", "conversation"], conflicts_with_all = ["file", "conversation"])]
     pub text: Option<String>,
     /// Check every message in a .txt, .csv or .jsonl file; results stream to stdout as JSONL.
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "conversation")]
     pub file: Option<PathBuf>,
+    /// Check conversations: a .jsonl file, one a line, as {"messages": [{"role", "content"}, ...]}
+    /// (the chat shape). Every turn is checked in the context of the turns before it, or only the
+    /// last where the line says "turns": "last"; each checked turn is a JSONL result naming it.
+    #[arg(long)]
+    pub conversation: Option<PathBuf>,
     /// CSV column holding the text (default: text, else question).
     #[arg(long)]
     pub column: Option<String>,
@@ -53,9 +58,18 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
             return Err(GuardError::EmptyText.into());
         }
     }
+    if let Some(path) = &args.conversation {
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            anyhow::bail!(
+                "{}: conversations are read from .jsonl, one {{\"messages\": [...]}} a line",
+                path.display()
+            );
+        }
+    }
     let rows = args
         .file
         .as_ref()
+        .or(args.conversation.as_ref())
         .map(|f| read_rows(f, args.column.as_deref()))
         .transpose()?;
     let runtime = tokio::runtime::Runtime::new()?;
@@ -85,7 +99,7 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         match (rows, &args.text) {
             (Some(rows), _) => check_rows(&checker, rows).await,
             (None, Some(text)) => {
-                let verdict = checker.check(text).await?;
+                let verdict = checker.check(GuardInput::message(text.as_str())).await?;
                 if args.json {
                     let response = ValidateResponse::new(&args.user_id, text, &verdict);
                     println!("{}", serde_json::to_string_pretty(&response)?);
@@ -114,18 +128,18 @@ enum CheckProblem {
 }
 
 impl Checker<'_> {
-    async fn check(&self, text: &str) -> Result<Verdict> {
+    async fn check(&self, input: GuardInput) -> Result<Verdict> {
         let Some(store) = self.store else {
-            return Ok(self.worker.check(text.to_string()).await?.verdict);
+            return Ok(self.worker.check(input).await?.verdict);
         };
-        let recorded = check_and_record(self.worker, store, text, self.submitter).await?;
+        let recorded = check_and_record(self.worker, store, input, self.submitter).await?;
         recorded.verdict_id?;
         Ok(recorded.checked.verdict)
     }
 
     /// `check` for one row of many: the row's own problem is kept apart from history's.
-    async fn check_row(&self, text: &str) -> Result<Verdict, CheckProblem> {
-        self.check(text)
+    async fn check_row(&self, input: GuardInput) -> Result<Verdict, CheckProblem> {
+        self.check(input)
             .await
             .map_err(|e| match e.downcast::<WorkerError>() {
                 Ok(problem) => CheckProblem::Message(problem.to_string()),
@@ -204,8 +218,11 @@ async fn check_rows(checker: &Checker<'_>, rows: Vec<aegis_import::Row>) -> Resu
     let (mut passed, mut failed, mut bad) = (0usize, 0usize, 0usize);
     let mut outcomes = stream::iter(&rows)
         .map(|row| async move {
-            let outcome = match &row.text {
-                Ok(text) => checker.check_row(text).await.map(|v| (text.as_str(), v)),
+            let outcome = match &row.input {
+                Ok(input) => checker
+                    .check_row(input.clone())
+                    .await
+                    .map(|v| (input.text(), v)),
                 Err(problem) => Err(CheckProblem::Message(problem.clone())),
             };
             (row.line, outcome)
@@ -220,7 +237,12 @@ async fn check_rows(checker: &Checker<'_>, rows: Vec<aegis_import::Row>) -> Resu
                     Status::Failed => failed += 1,
                 }
                 let user_id = checker.submitter.user_id.unwrap_or_default();
-                let response = ValidateResponse::new(user_id, text, &verdict);
+                // A conversation's turn names itself; a lone message keeps the original shape.
+                let response = if verdict.turn.index > 0 || !verdict.turn.context.is_empty() {
+                    ValidateResponse::for_turns(user_id, text, std::slice::from_ref(&verdict))
+                } else {
+                    ValidateResponse::new(user_id, text, &verdict)
+                };
                 let mut json = serde_json::to_value(response)?;
                 json["line"] = line.into();
                 writeln!(stdout.lock(), "{json}")?;

@@ -1,7 +1,10 @@
 //! Messages from a file: `.txt` (one a line), `.csv` (a text column), `.jsonl` (`text` or
-//! `question`). A bad row is reported with its line number and the rest go on.
+//! `question`, or a conversation: `messages` in the chat shape, every turn checked in the context
+//! of the turns before it). A bad row is reported with its line number and the rest go on.
 
 use std::path::{Path, PathBuf};
+
+use aegis_guard::{turn_from_parts, GuardInput, Turn, TurnsChecked};
 
 use sha2::{Digest, Sha256};
 
@@ -98,11 +101,33 @@ pub fn csv_columns(path: &Path) -> Result<Option<Vec<String>>> {
     }
 }
 
-/// One row of input: its line number and either the text or why it is unusable.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One row of input: where it is, and either what to check or why it is unusable. A conversation
+/// line gives a row per checked turn.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub line: u64,
-    pub text: std::result::Result<String, String>,
+    /// Its place among the file's rows, for resuming: the line, unless the file holds
+    /// conversations, whose lines give several rows; then the rows are numbered in order.
+    pub position: u64,
+    pub input: std::result::Result<GuardInput, String>,
+}
+
+impl Row {
+    fn at_line(line: u64, input: std::result::Result<GuardInput, String>) -> Self {
+        Self {
+            line,
+            position: line,
+            input,
+        }
+    }
+
+    /// The text checked, or why the row is unusable.
+    pub fn text(&self) -> std::result::Result<&str, &str> {
+        match &self.input {
+            Ok(input) => Ok(input.text()),
+            Err(problem) => Err(problem),
+        }
+    }
 }
 
 pub fn read_rows(path: &Path, column: Option<&str>) -> Result<Vec<Row>> {
@@ -140,33 +165,84 @@ fn txt_rows(content: &str) -> Vec<Row> {
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| Row {
-            line: i as u64 + 1,
-            text: Ok(line.to_string()),
-        })
+        .map(|(i, line)| Row::at_line(i as u64 + 1, Ok(GuardInput::message(line))))
         .collect()
 }
 
 fn jsonl_rows(content: &str) -> Vec<Row> {
-    content
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            let text = match serde_json::from_str::<serde_json::Value>(line) {
-                Err(e) => Err(format!("not valid JSON: {e}")),
-                Ok(value) => match ["text", "question"].iter().find_map(|k| value.get(*k)) {
-                    Some(serde_json::Value::String(s)) => non_empty(s.clone()),
-                    Some(_) => Err("the text field is not a string".to_string()),
-                    None => Err("no \"text\" or \"question\" field".to_string()),
-                },
-            };
-            Row {
-                line: i as u64 + 1,
-                text,
+    let mut rows = Vec::new();
+    let mut conversations = false;
+    for (i, line) in content.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line_number = i as u64 + 1;
+        let value = match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(value) => value,
+            Err(e) => {
+                rows.push(Row::at_line(
+                    line_number,
+                    Err(format!("not valid JSON: {e}")),
+                ));
+                continue;
             }
-        })
-        .collect()
+        };
+        if let Some(messages) = value.get("messages") {
+            conversations = true;
+            match conversation_inputs(messages, value.get("turns")) {
+                Ok(inputs) => rows.extend(
+                    inputs
+                        .into_iter()
+                        .map(|input| Row::at_line(line_number, Ok(input))),
+                ),
+                Err(problem) => rows.push(Row::at_line(line_number, Err(problem))),
+            }
+            continue;
+        }
+        let text = match ["text", "question"].iter().find_map(|k| value.get(*k)) {
+            Some(serde_json::Value::String(s)) => non_empty(s.clone()).map(GuardInput::message),
+            Some(_) => Err("the text field is not a string".to_string()),
+            None => Err("no \"text\", \"question\" or \"messages\" field".to_string()),
+        };
+        rows.push(Row::at_line(line_number, text));
+    }
+    if conversations {
+        for (n, row) in rows.iter_mut().enumerate() {
+            row.position = n as u64 + 1;
+        }
+    }
+    rows
+}
+
+/// A conversation line's turns to check: every turn unless the line says `"turns": "last"`.
+fn conversation_inputs(
+    messages: &serde_json::Value,
+    turns: Option<&serde_json::Value>,
+) -> std::result::Result<Vec<GuardInput>, String> {
+    let checked = match turns.and_then(|t| t.as_str()) {
+        None | Some("all") => TurnsChecked::All,
+        Some("last") => TurnsChecked::Last,
+        Some(other) => return Err(format!("turns is {other:?}: use all or last")),
+    };
+    let list = messages
+        .as_array()
+        .ok_or("messages must be a list of {\"role\", \"content\"} turns")?;
+    let mut conversation: Vec<Turn> = Vec::new();
+    let mut positions = Vec::new();
+    for (index, message) in list.iter().enumerate() {
+        let role = message.get("role").and_then(|r| r.as_str()).unwrap_or("");
+        let content = message.get("content").unwrap_or(&serde_json::Value::Null);
+        if let Some(turn) = turn_from_parts(index, role, content).map_err(|e| e.to_string())? {
+            conversation.push(turn);
+            positions.push(index);
+        }
+    }
+    let mut inputs =
+        GuardInput::from_conversation(&conversation, checked).map_err(|e| e.to_string())?;
+    for input in &mut inputs {
+        input.index = positions[input.index];
+    }
+    Ok(inputs)
 }
 
 fn csv_rows(path: &Path, content: &str, column: Option<&str>) -> Result<Vec<Row>> {
@@ -203,7 +279,7 @@ fn csv_rows(path: &Path, content: &str, column: Option<&str>) -> Result<Vec<Row>
                 record.position().map(|p| p.line()).unwrap_or(i as u64 + 2),
                 record
                     .get(index)
-                    .map(|t| non_empty(t.to_string()))
+                    .map(|t| non_empty(t.to_string()).map(GuardInput::message))
                     .unwrap_or_else(|| Err(format!("the row has no field {}", index + 1))),
             ),
             Err(e) => (
@@ -211,7 +287,7 @@ fn csv_rows(path: &Path, content: &str, column: Option<&str>) -> Result<Vec<Row>
                 Err(format!("bad CSV: {e}")),
             ),
         };
-        rows.push(Row { line, text });
+        rows.push(Row::at_line(line, text));
     }
     Ok(rows)
 }
@@ -248,7 +324,7 @@ mod tests {
         let by_label = MessageFile::read(&path, Some("label"))?;
         assert_ne!(by_text.identity, by_label.identity);
         assert_eq!(by_text.file_name, "m.csv");
-        assert_eq!(by_label.rows[0].text, Ok("0".into()));
+        assert_eq!(by_label.rows[0].text(), Ok("0"));
         let txt = dir.path().join("m.txt");
         std::fs::write(&txt, "a\n")?;
         assert_eq!(csv_columns(&txt)?, None);
@@ -262,43 +338,51 @@ mod tests {
             "{\"text\":\"halo\"}\nnot json\n\n{\"id\":1}\n{\"question\":\"  \"}\n{\"text\":3}\n",
             None,
         )?;
-        assert_eq!(
-            got[0],
-            Row {
-                line: 1,
-                text: Ok("halo".into())
-            }
-        );
+        assert_eq!((got[0].line, got[0].text()), (1, Ok("halo")));
         assert!(got[1]
-            .text
-            .as_ref()
+            .text()
             .is_err_and(|e| e.starts_with("not valid JSON")));
         assert_eq!(got[2].line, 4);
-        assert_eq!(got[2].text, Err("no \"text\" or \"question\" field".into()));
-        assert_eq!(got[3].text, Err("the text is empty".into()));
-        assert_eq!(got[4].text, Err("the text field is not a string".into()));
+        assert_eq!(
+            got[2].text(),
+            Err("no \"text\", \"question\" or \"messages\" field")
+        );
+        assert_eq!(got[3].text(), Err("the text is empty"));
+        assert_eq!(got[4].text(), Err("the text field is not a string"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_conversation_line_gives_a_row_per_turn_each_with_its_context() -> TestResult {
+        let got = rows(
+            "c.jsonl",
+            concat!(
+                "{\"text\":\"halo\"}\n",
+                "{\"messages\":[{\"role\":\"system\",\"content\":\"be kind\"},{\"role\":\"user\",\"content\":\"kamu tinggal di mana?\"},{\"role\":\"user\",\"content\":\"aku tahu sekolahmu\"}]}\n",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"}],\"turns\":\"last\"}\n",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"bot\",\"content\":\"b\"}]}\n",
+            ),
+            None,
+        )?;
+        let lines: Vec<(u64, u64)> = got.iter().map(|r| (r.line, r.position)).collect();
+        assert_eq!(lines, [(1, 1), (2, 2), (2, 3), (3, 4), (4, 5)]);
+        let threat = got[2].input.as_ref().map_err(|e| e.clone())?;
+        assert_eq!(threat.index, 2, "positions count the system turn");
+        assert_eq!(threat.context.len(), 1);
+        assert_eq!(got[3].input.as_ref().map(|i| i.index), Ok(1));
+        assert!(got[4]
+            .text()
+            .is_err_and(|e| e.starts_with("turn 1: role \"bot\"")));
         Ok(())
     }
 
     #[test]
     fn reads_csv_columns_by_name() -> TestResult {
         let got = rows("m.csv", "id,question\n1,\"halo, apa kabar\"\n2,\n", None)?;
-        assert_eq!(
-            got[0],
-            Row {
-                line: 2,
-                text: Ok("halo, apa kabar".into())
-            }
-        );
-        assert_eq!(
-            got[1],
-            Row {
-                line: 3,
-                text: Err("the text is empty".into())
-            }
-        );
+        assert_eq!((got[0].line, got[0].text()), (2, Ok("halo, apa kabar")));
+        assert_eq!((got[1].line, got[1].text()), (3, Err("the text is empty")));
         let named = rows("m.csv", "a,msg\n1,hi\n", Some("msg"))?;
-        assert_eq!(named[0].text, Ok("hi".into()));
+        assert_eq!(named[0].text(), Ok("hi"));
         let err = rows("m.csv", "a,b\n1,2\n", None).unwrap_err().to_string();
         assert!(
             err.contains("no column \"text\" or \"question\"; the header has: a, b"),
@@ -310,19 +394,9 @@ mod tests {
     #[test]
     fn reads_txt_lines_and_refuses_unknown_types() -> TestResult {
         let got = rows("m.txt", "one\n\n two \n", None)?;
-        assert_eq!(
-            got,
-            vec![
-                Row {
-                    line: 1,
-                    text: Ok("one".into())
-                },
-                Row {
-                    line: 3,
-                    text: Ok(" two ".into())
-                }
-            ]
-        );
+        let lines: Vec<(u64, std::result::Result<&str, &str>)> =
+            got.iter().map(|r| (r.line, r.text())).collect();
+        assert_eq!(lines, [(1, Ok("one")), (3, Ok(" two "))]);
         let err = rows("m.xlsx", "x", None).unwrap_err().to_string();
         assert!(err.contains("unsupported file type \"xlsx\""), "{err}");
         Ok(())

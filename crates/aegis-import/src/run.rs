@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aegis_engine::EngineError;
-use aegis_guard::{GuardError, Verdict};
+use aegis_guard::{GuardError, GuardInput, Verdict};
 use aegis_runtime::{Worker, WorkerError};
 use aegis_store::{
     ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally,
@@ -78,8 +78,11 @@ pub struct ImportSummary {
 /// skipped; a model server that cannot be reached pauses the import until it answers again;
 /// anything else (the engine failed, the model stopped) stops the import, and a rerun resumes
 /// it, rather than recording a failure for every row after.
-pub async fn check_on_worker(worker: &Worker, text: String) -> Result<RowChecked, CheckFailure> {
-    match worker.check_waiting(text, None).await {
+pub async fn check_on_worker(
+    worker: &Worker,
+    input: GuardInput,
+) -> Result<RowChecked, CheckFailure> {
+    match worker.check_waiting(input, None).await {
         Ok(checked) => Ok((checked.verdict, checked.templates)),
         Err(WorkerError::Guard(GuardError::Engine(e @ EngineError::BackendUnavailable { .. }))) => {
             Err(CheckFailure::Unavailable(e.to_string()))
@@ -105,7 +108,7 @@ pub async fn import_file<C, F>(
     cancel: &AtomicBool,
 ) -> Result<ImportSummary, ImportError>
 where
-    C: FnMut(String) -> F,
+    C: FnMut(GuardInput) -> F,
     F: Future<Output = Result<RowChecked, CheckFailure>>,
 {
     let batch = store
@@ -129,7 +132,7 @@ where
     // gets batches; results still arrive, and are recorded, in row order. The stream owns its
     // rows: closures over borrowed rows make the future not general enough to be `Send`
     // (rust-lang/rust#102211), which a Tauri command needs.
-    let mut last_line = batch.last_row;
+    let mut last_position = batch.last_row;
     let mut pause = FIRST_PAUSE;
     // Each pass streams the rows after the last one handled; a pass ends early when the model
     // server cannot be reached, and the next starts again at the row that could not be checked.
@@ -137,32 +140,38 @@ where
         let pending: Vec<Row> = file
             .rows
             .iter()
-            .filter(|row| row.line as i64 > last_line)
+            .filter(|row| row.position as i64 > last_position)
             .cloned()
             .collect();
         let mut outcomes = stream::iter(pending)
-            .map(|Row { line, text }| {
-                let checking = text.map(|text| {
-                    let checking = check(text.clone());
-                    (text, checking)
-                });
-                async move {
-                    let outcome = match checking {
-                        Ok((text, checking)) => checking.await.map(|checked| (text, checked)),
-                        Err(problem) => Err(CheckFailure::BadRow(problem)),
-                    };
-                    (line, outcome)
-                }
-            })
+            .map(
+                |Row {
+                     line,
+                     position,
+                     input,
+                 }| {
+                    let checking = input.map(|input| {
+                        let text = input.text().to_string();
+                        (text, check(input))
+                    });
+                    async move {
+                        let outcome = match checking {
+                            Ok((text, checking)) => checking.await.map(|checked| (text, checked)),
+                            Err(problem) => Err(CheckFailure::BadRow(problem)),
+                        };
+                        (line, position, outcome)
+                    }
+                },
+            )
             .buffered(CHECKS_IN_FLIGHT);
         let mut unavailable = None;
-        while let Some((line, outcome)) = outcomes.next().await {
+        while let Some((line, position, outcome)) = outcomes.next().await {
             if cancel.load(Ordering::Relaxed) {
                 return summary(store, progress, false, true, false).await;
             }
             let at = ImportRow {
                 batch_id: batch.id,
-                row: line as i64,
+                row: position as i64,
             };
             let outcome = match outcome {
                 Ok(checked) => Ok(checked),
@@ -195,7 +204,7 @@ where
                     progress.last_problem = Some((line, problem));
                 }
             }
-            last_line = line as i64;
+            last_position = position as i64;
             pause = FIRST_PAUSE;
             progress.paused = None;
             progress.rows_done += 1;
@@ -211,7 +220,7 @@ where
         // The rows still in flight are abandoned with the stream: none was recorded.
         drop(outcomes);
         let Some(message) = unavailable else { break };
-        tracing::warn!(batch = batch.id, after_line = last_line, pause_s = pause.as_secs(), %message, "import paused: the model server cannot be reached");
+        tracing::warn!(batch = batch.id, after_row = last_position, pause_s = pause.as_secs(), %message, "import paused: the model server cannot be reached");
         progress.paused = Some(message);
         on_progress(&progress);
         if wait_unless_cancelled(pause, cancel).await {

@@ -94,7 +94,7 @@ async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
         &store,
         &file,
         None,
-        |text| std::future::ready(checked(&text)),
+        |text| std::future::ready(checked(text.text())),
         |p| {
             seen.push(p.rows_done);
             if p.rows_done == 2 {
@@ -112,7 +112,7 @@ async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
         &store,
         &file,
         Some("u1"),
-        |text| std::future::ready(checked(&text)),
+        |text| std::future::ready(checked(text.text())),
         |_| {},
         &AtomicBool::new(false),
     )
@@ -139,7 +139,7 @@ async fn cancel_then_resume_records_every_row_once_and_tallies_the_batch() {
         &store,
         &file,
         None,
-        |text| std::future::ready(checked(&text)),
+        |text| std::future::ready(checked(text.text())),
         |_| {},
         &AtomicBool::new(false),
     )
@@ -160,10 +160,10 @@ async fn a_fatal_guard_error_stops_the_import_and_keeps_what_was_done() {
         &file,
         None,
         |text| {
-            std::future::ready(if text == "stop" {
+            std::future::ready(if text.text() == "stop" {
                 Err(CheckFailure::Fatal("the model worker has stopped".into()))
             } else {
-                checked(&text)
+                checked(text.text())
             })
         },
         |_| {},
@@ -192,12 +192,12 @@ async fn an_unreachable_model_server_pauses_the_import_which_resumes_when_it_ans
         None,
         |text| {
             let attempt = tries.fetch_add(1, Ordering::SeqCst);
-            std::future::ready(if text != "halo" && attempt < 4 {
+            std::future::ready(if text.text() != "halo" && attempt < 4 {
                 Err(CheckFailure::Unavailable(
                     "the model server at http://127.0.0.1:9 is unavailable".into(),
                 ))
             } else {
-                checked(&text)
+                checked(text.text())
             })
         },
         |progress| pauses.push(progress.paused.clone()),

@@ -4,4 +4,12 @@ export type StoredResult = { key: string, score: number, prompt_score: number | 
 /**
  * sha256 of the head file that decided it (`aegis heads versions`), when a head did.
  */
-head_hash: string | null, };
+head_hash: string | null, 
+/**
+ * The head's score on the turn joined to its context, where the turn had context.
+ */
+context_score: number | null, 
+/**
+ * It failed only because of the context.
+ */
+caught_in_context: boolean, };

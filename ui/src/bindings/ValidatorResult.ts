@@ -15,7 +15,15 @@ prompt_score: number | null,
 /**
  * The head's calibrated probability, when a head for this model exists.
  */
-learned_score: number | null, decided_by: ScoreSource, 
+learned_score: number | null, 
+/**
+ * The head's probability on the turn joined to its context, where the turn had context.
+ */
+context_score: number | null, 
+/**
+ * Failed only because of the context: the turn alone would have passed.
+ */
+caught_in_context: boolean, decided_by: ScoreSource, 
 /**
  * sha256 of the head file that scored it (as `aegis heads versions` and the Teach view list
  * them), when a head did.

@@ -3,13 +3,26 @@ import type { Language } from "./Language";
 import type { ModelRef } from "./ModelRef";
 import type { Status } from "./Status";
 import type { TemplateVersion } from "./TemplateVersion";
+import type { TurnReport } from "./TurnReport";
 import type { ValidatorResult } from "./ValidatorResult";
 
 export type Verdict = { status: Status, 
 /**
  * "aman" when every validator passed, else the failed keys joined by ", " (original API).
  */
-case: string, results: Array<ValidatorResult>, 
+case: string, 
+/**
+ * The validators that apply to the checked turn's role, in order.
+ */
+results: Array<ValidatorResult>, 
+/**
+ * The keys of validators that do not apply to the turn's role (`applies_to`).
+ */
+skipped: Array<string>, 
+/**
+ * The turn checked and the context read with it.
+ */
+turn: TurnReport, 
 /**
  * Empty when passed.
  */

@@ -57,13 +57,13 @@ impl Console {
             &self.store,
             &file,
             None,
-            |text| {
+            |input| {
                 let worker = worker.clone();
                 async move {
-                    if text.len() > MAX_TEXT_BYTES {
-                        return Err(CheckFailure::BadRow(too_long(text.len())));
+                    if input.text().len() > MAX_TEXT_BYTES {
+                        return Err(CheckFailure::BadRow(too_long(input.text().len())));
                     }
-                    check_on_worker(&worker, text).await
+                    check_on_worker(&worker, input).await
                 }
             },
             |progress| {
