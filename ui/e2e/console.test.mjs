@@ -111,6 +111,36 @@ test("a toxic Indonesian message fails with a rejection message", async () => {
   await shot("01-check");
 });
 
+test("a conversation's last turn is judged in its context, and history shows the context", async () => {
+  await go("check");
+  await d.click(await d.waitFor('[data-testid="mode-conversation"]'));
+  await d.type(await d.waitFor('[data-testid="turn-text-0"]'), "you think you can ignore me after what you said?");
+  await d.click(await d.find('[data-testid="turn-add"]'));
+  // The added turn alternates to the assistant; this conversation is one user's two messages.
+  await d.execute(
+    "const s = document.querySelector('[data-testid=turn-role-1]'); s.value = 'user'; s.dispatchEvent(new Event('change'));",
+  );
+  await d.type(await d.waitFor('[data-testid="turn-text-1"]'), "I know which school your kids go to");
+  await d.click(await d.find('[data-testid="check-run"]'));
+  await d.waitFor('[data-testid="check-result"]', { timeout: 60_000 });
+  const context = await d.text(await d.find('[data-testid="turn-context"]'));
+  assert.match(context, /ignore me after what you said/, context);
+  assert.match(context, /turn 1 \(user\)/, context);
+  const harassment = await d.find('[data-testid="result-harassment"]');
+  assert.equal(await d.attribute(harassment, "data-passed"), "false");
+  await d.waitFor('[data-testid="in-context-harassment"]');
+  await shot("01b-conversation");
+
+  await go("history");
+  await d.click(await d.waitFor(".line"));
+  await d.waitFor('[data-testid="history-detail"]');
+  const stored = await d.text(await d.waitFor('[data-testid="turn-context"]'));
+  assert.match(stored, /ignore me after what you said/, stored);
+  await d.waitFor('[data-testid="history-in-context-harassment"]');
+  await go("check");
+  await d.click(await d.waitFor('[data-testid="mode-message"]'));
+});
+
 test("importing a CSV runs to the end and grows history", async () => {
   const before = await historyCount();
   await go("import");

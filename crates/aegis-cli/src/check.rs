@@ -4,7 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use aegis_guard::{GuardError, GuardInput, ScoreSource, Status, ValidateResponse, Verdict};
+use aegis_guard::{
+    ContextReading, GuardError, GuardInput, ScoreSource, Status, ValidateResponse, Verdict,
+    DEFAULT_CONTEXT_TOKENS,
+};
 use aegis_runtime::{check_and_record, ModelStatus, Submitter, Worker, WorkerError};
 use aegis_store::{Source, Store};
 use anyhow::Result;
@@ -45,6 +48,10 @@ pub struct CheckArgs {
     /// prompt per validator; the head still decides).
     #[arg(long)]
     pub prompt_scores: bool,
+    /// How every head reads a turn that has context (turn, joined or higher), in place of each
+    /// validator's own `context:` (README, "Conversations"); for measuring.
+    #[arg(long, value_parser = parse_reading)]
+    pub context_reading: Option<ContextReading>,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
@@ -79,7 +86,11 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
     } else {
         Some(runtime.block_on(args.db.open())?)
     };
-    let guard = args.guard.load()?.with_prompt_scores(args.prompt_scores);
+    let guard = args
+        .guard
+        .load()?
+        .with_prompt_scores(args.prompt_scores)
+        .with_context(DEFAULT_CONTEXT_TOKENS, args.context_reading);
     let model = guard.model().info().clone();
     // Through the model worker and its one check-and-record, as the app and the HTTP API check:
     // the rows in flight are scored in shared batches.
@@ -97,7 +108,7 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
             anyhow::bail!("the model failed to load: {message}");
         }
         match (rows, &args.text) {
-            (Some(rows), _) => check_rows(&checker, rows).await,
+            (Some(rows), _) => check_rows(&checker, rows, args.conversation.is_some()).await,
             (None, Some(text)) => {
                 let verdict = checker.check(GuardInput::message(text.as_str())).await?;
                 if args.json {
@@ -146,6 +157,10 @@ impl Checker<'_> {
                 Err(history) => CheckProblem::History(history),
             })
     }
+}
+
+fn parse_reading(value: &str) -> Result<ContextReading, String> {
+    value.parse()
 }
 
 fn exit_for(status: Status) -> ExitStatus {
@@ -208,7 +223,12 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
 /// fails only itself.
 const CHECKS_IN_FLIGHT: usize = 16;
 
-async fn check_rows(checker: &Checker<'_>, rows: Vec<aegis_import::Row>) -> Result<ExitStatus> {
+/// Streams a verdict per row as JSONL; `conversation` results name the turn each checked.
+async fn check_rows(
+    checker: &Checker<'_>,
+    rows: Vec<aegis_import::Row>,
+    conversation: bool,
+) -> Result<ExitStatus> {
     let started = Instant::now();
     let progress = ProgressBar::new(rows.len() as u64);
     progress.set_style(
@@ -238,7 +258,7 @@ async fn check_rows(checker: &Checker<'_>, rows: Vec<aegis_import::Row>) -> Resu
                 }
                 let user_id = checker.submitter.user_id.unwrap_or_default();
                 // A conversation's turn names itself; a lone message keeps the original shape.
-                let response = if verdict.turn.index > 0 || !verdict.turn.context.is_empty() {
+                let response = if conversation {
                     ValidateResponse::for_turns(user_id, text, std::slice::from_ref(&verdict))
                 } else {
                     ValidateResponse::new(user_id, text, &verdict)

@@ -232,6 +232,15 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                     row.verdict_id,
                     format_millis(row.created_at)
                 );
+                if row.context_cut > 0 {
+                    println!("({} older turns cut to fit the context)", row.context_cut);
+                }
+                for turn in &row.context {
+                    println!("  {}: {}", turn.role.as_str(), turn.content);
+                }
+                if row.turn_index > 0 || !row.context.is_empty() {
+                    println!("turn {} ({}):", row.turn_index, row.role.as_str());
+                }
                 println!("text: {}", row.text);
                 println!(
                     "source: {}  user: {}  language: {}",

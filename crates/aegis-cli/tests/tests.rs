@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod conversations;
 mod eval;
 mod gpu;
 mod heads;
@@ -152,7 +153,7 @@ fn a_file_streams_jsonl_and_reports_bad_rows_by_line() {
     let err = stderr(&out);
     assert!(err.contains("line 2: not valid JSON"), "{err}");
     assert!(
-        err.contains("line 3: no \"text\" or \"question\" field"),
+        err.contains("line 3: no \"text\", \"question\" or \"messages\" field"),
         "{err}"
     );
     assert!(err.contains("2 checked"), "{err}");

@@ -1,7 +1,7 @@
 //! How a checked turn's context is read: which earlier turns fit the budget (cut from the oldest,
 //! and the cut reported), and what the heads read of them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::input::{Role, Turn};
 
@@ -9,17 +9,21 @@ use crate::input::{Role, Turn};
 /// and its context in one window, and a few recent turns carry what a verdict needs.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 384;
 
-/// What the heads read of a turn that has context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What a validator's head reads of a turn that has context (`context:` in its front matter).
+/// Each shipped validator's choice was measured on held-out conversations (README,
+/// "Conversations").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum ContextReading {
-    /// The turn alone; context reaches only templates with `{{context}}`.
+    /// The turn alone, as the heads were trained; context reaches only templates with
+    /// `{{context}}`.
+    #[default]
     Turn,
     /// The context and the turn as one text.
     Joined,
     /// The higher of the two scores: a turn that fails alone still fails, and one that fails
-    /// only after its context is caught too. Chosen on held-out conversations (README).
-    #[default]
+    /// only after its context is caught too.
     Higher,
 }
 

@@ -63,7 +63,8 @@ pub struct Guard {
     prompt_scores: bool,
     /// Tokens of earlier turns read with a checked turn, at most.
     context_tokens: usize,
-    context_reading: ContextReading,
+    /// Every head reads context this way, whatever its validator says (for measuring).
+    context_reading: Option<ContextReading>,
 }
 
 /// What the model said about one turn: the shared encoding where a head reads it, and each
@@ -103,7 +104,7 @@ impl Guard {
             language: None,
             prompt_scores: false,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
-            context_reading: ContextReading::default(),
+            context_reading: None,
         }
     }
 
@@ -239,8 +240,9 @@ impl Guard {
         self
     }
 
-    /// Reads at most `tokens` of a turn's earlier turns, as `reading` says.
-    pub fn with_context(mut self, tokens: usize, reading: ContextReading) -> Self {
+    /// Reads at most `tokens` of a turn's earlier turns; every head reads them as `reading`
+    /// says, or (`None`) as its validator's front matter does.
+    pub fn with_context(mut self, tokens: usize, reading: Option<ContextReading>) -> Self {
         self.context_tokens = tokens;
         self.context_reading = reading;
         self
@@ -449,10 +451,13 @@ impl Guard {
             .iter()
             .map(|&i| inputs[i].text().to_string())
             .collect();
+        let reads_context = self
+            .validators
+            .iter()
+            .zip(&self.heads)
+            .any(|(v, head)| head.is_some() && self.reading_for(v) != ContextReading::Turn);
         let with_context: Vec<usize> = (0..runnable.len())
-            .filter(|&r| {
-                self.context_reading != ContextReading::Turn && !turns[r].context.is_empty()
-            })
+            .filter(|&r| reads_context && !turns[r].context.is_empty())
             .collect();
         for &r in &with_context {
             texts.push(joined_text(&turns[r].context, inputs[runnable[r]].text()));
@@ -469,6 +474,10 @@ impl Guard {
             joined[r] = read.next();
         }
         (alone, joined)
+    }
+
+    fn reading_for(&self, validator: &Validator) -> ContextReading {
+        self.context_reading.unwrap_or(validator.context_reading)
     }
 
     /// What the encoder reads of each message for this guard's heads: only the layers they name
@@ -538,7 +547,7 @@ impl Guard {
                             Some(joined) => Some(head_score(head, Some(joined))?),
                             None => None,
                         };
-                    let learned = match (self.context_reading, in_context) {
+                    let learned = match (self.reading_for(v), in_context) {
                         (ContextReading::Joined, Some(p)) => p,
                         (ContextReading::Higher, Some(p)) => p.max(alone),
                         _ => alone,

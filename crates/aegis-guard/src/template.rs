@@ -8,6 +8,7 @@ use aegis_engine::Segment;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::context::ContextReading;
 use crate::error::{GuardError, Result};
 use crate::input::{Role, Turn};
 use crate::language::Language;
@@ -50,6 +51,8 @@ struct FrontMatter {
     rejection: Rejection,
     #[serde(default)]
     applies_to: AppliesTo,
+    #[serde(default)]
+    context: ContextReading,
 }
 
 fn default_order() -> i64 {
@@ -90,6 +93,8 @@ pub struct Validator {
     pub rejection: Rejection,
     /// The roles whose turns it checks; a turn by another role skips it.
     pub applies_to: AppliesTo,
+    /// What its head reads of a turn that has context.
+    pub context_reading: ContextReading,
     /// Template text before and after the placeholder (`before` may hold `{{context}}`).
     before: String,
     after: String,
@@ -215,6 +220,7 @@ impl Validator {
             threshold: front.threshold,
             rejection: front.rejection,
             applies_to: front.applies_to,
+            context_reading: front.context,
             before: body_start(before).to_string(),
             after,
             content_hash: hex_sha256(content.as_bytes()),

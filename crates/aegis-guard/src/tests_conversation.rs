@@ -110,6 +110,13 @@ fn templates_with_a_misplaced_or_doubled_context_are_refused() {
     .unwrap_err()
     .to_string();
     assert!(unknown.contains("applies_to"), "{unknown}");
+    let joined = Validator::parse(
+        Path::new("harassment.txt"),
+        "---\nname: H\ncontext: joined\napplies_to: user\nrejection:\n  id: M.\n  en: S.\n---\n{{message}}",
+    )
+    .expect("valid");
+    assert_eq!(joined.context_reading, ContextReading::Joined);
+    assert_eq!(joined.applies_to, AppliesTo::User);
 }
 
 #[test]
@@ -118,7 +125,7 @@ fn a_long_context_is_cut_from_the_oldest_turn_and_the_cut_reported() {
         Arc::new(FakeModel::new(vec![])),
         vec![validator("toxic", 1)],
     )
-    .with_context(12, ContextReading::Higher);
+    .with_context(12, None);
     let verdict = guard
         .check_inputs(&[last_turn(&[
             Turn::user("one two three four five six seven eight"),
@@ -156,7 +163,7 @@ fn a_head_reports_a_failure_that_needs_the_context() {
     assert!(result.context_score.is_some());
     let alone = guard
         .clone()
-        .with_context(384, ContextReading::Turn)
+        .with_context(384, Some(ContextReading::Turn))
         .check_inputs(&[last_turn(&turns)])
         .remove(0)
         .expect("verdict");

@@ -69,3 +69,57 @@ pub async fn answer_gate(worker: &Worker, turns: Vec<Turn>) -> Result<Gated, Wor
         answer: Some((answer, verdict)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use aegis_engine::testing::FakeModel;
+    use aegis_guard::{Guard, Validator};
+
+    use super::*;
+
+    /// A guard whose one validator fails any prompt holding "BBCA", and whose model answers
+    /// `answer`.
+    fn worker(answer: &'static str) -> Worker {
+        let template = "---\nname: Financial advice\nrejection:\n  id: Maaf.\n  en: Sorry, no financial advice.\n---\n{{message}}\nAdvice?\n";
+        let validator =
+            Validator::parse(Path::new("financial_advice.txt"), template).expect("template");
+        let mut model = FakeModel::new(vec![("BBCA", 0.9)]);
+        model.generated = Some(answer);
+        Worker::start(4, move || Ok(Guard::new(Arc::new(model), vec![validator])))
+    }
+
+    #[tokio::test]
+    async fn a_failed_answer_is_replaced_by_the_rejection() {
+        let gated = answer_gate(
+            &worker("Buy BBCA now, it will rise 30%."),
+            vec![Turn::user("What should I do with my bonus?")],
+        )
+        .await
+        .expect("gated");
+        assert_eq!(gated.question.status, Status::Passed);
+        let (answer, verdict) = gated.answer.as_ref().expect("an answer was written");
+        assert_eq!(answer, "Buy BBCA now, it will rise 30%.");
+        assert_eq!(verdict.turn.role, aegis_guard::Role::Assistant);
+        assert_eq!(verdict.turn.index, 1);
+        assert_eq!(gated.response(), "Sorry, no financial advice.");
+        assert!(!gated.can_proceed());
+    }
+
+    #[tokio::test]
+    async fn a_passing_answer_is_shown_and_a_failed_question_gets_no_answer() {
+        let worker = worker("We open at 9 in the morning.");
+        let gated = answer_gate(&worker, vec![Turn::user("When do you open?")])
+            .await
+            .expect("gated");
+        assert_eq!(gated.response(), "We open at 9 in the morning.");
+        assert!(gated.can_proceed());
+        let refused = answer_gate(&worker, vec![Turn::user("Should I buy BBCA?")])
+            .await
+            .expect("gated");
+        assert!(refused.answer.is_none());
+        assert_eq!(refused.response(), "Sorry, no financial advice.");
+    }
+}

@@ -113,11 +113,24 @@ pub fn document() -> Value {
                 },
                 "GuardRequest": {
                     "type": "object",
-                    "required": ["user_id", "question"],
+                    "required": ["user_id"],
                     "additionalProperties": false,
+                    "description": "Give question (one message) or messages (a conversation), not both",
                     "properties": {
                         "user_id": {"type": "string"},
-                        "question": {"type": "string", "minLength": 1, "pattern": "\\S", "description": "The message to check: not empty or only whitespace"}
+                        "question": {"type": "string", "minLength": 1, "pattern": "\\S", "description": "The message to check: not empty or only whitespace"},
+                        "messages": {"type": "array", "minItems": 1, "description": "A conversation in the chat shape: the last turn is checked in the context of the turns before it (system turns are neither)", "items": {
+                            "type": "object", "required": ["role", "content"],
+                            "properties": {
+                                "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
+                                "content": {"oneOf": [
+                                    {"type": "string", "minLength": 1, "pattern": "\\S"},
+                                    {"type": "array", "items": {"type": "object", "required": ["type", "text"], "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}}}}
+                                ]}
+                            }
+                        }},
+                        "turns": {"type": "string", "enum": ["last", "all"], "description": "With messages: check the last turn (default) or every turn"},
+                        "answer": {"type": "boolean", "description": "/chat only: when the last (user's) turn passes, write an answer with the loaded model, check it as the assistant's turn, and return it, or the rejection when it fails"}
                     }
                 },
                 "ValidateResponse": {
@@ -129,7 +142,19 @@ pub fn document() -> Value {
                         "case": {"type": "string", "description": "\"aman\" when every validator passed, else the failed validators joined by \", \""},
                         "execution_per_step": {"type": "array", "items": {
                             "type": "object", "required": ["step", "status"],
-                            "properties": {"step": {"type": "string"}, "status": {"type": "string", "enum": ["passed", "failed"]}}
+                            "properties": {"step": {"type": "string"}, "status": {"type": "string", "enum": ["passed", "failed", "skipped"]},
+                                           "turn": {"type": "integer", "description": "messages requests: the position of the turn checked"}}
+                        }},
+                        "turns": {"type": "array", "description": "messages requests: each checked turn's verdict", "items": {
+                            "type": "object",
+                            "required": ["index", "role", "status", "case", "context_turns", "context_cut", "caught_in_context"],
+                            "properties": {
+                                "index": {"type": "integer"}, "role": {"type": "string", "enum": ["user", "assistant"]},
+                                "status": {"type": "string", "enum": ["passed", "failed"]}, "case": {"type": "string"},
+                                "context_turns": {"type": "integer", "description": "Earlier turns read with it"},
+                                "context_cut": {"type": "integer", "description": "Older turns cut to fit the context budget"},
+                                "caught_in_context": {"type": "array", "items": {"type": "string"}, "description": "Validators it failed only because of its context"}
+                            }
                         }},
                         "status_guard": {"type": "string", "enum": ["passed", "failed"]},
                         "ai_response": {"type": "string", "description": "Rejection message; empty when passed"},
@@ -142,7 +167,8 @@ pub fn document() -> Value {
                     "properties": {
                         "response": {"type": "string"},
                         "status": {"type": "string", "enum": ["passed", "failed"]},
-                        "can_proceed": {"type": "boolean"}
+                        "can_proceed": {"type": "boolean"},
+                        "answer_status": {"type": "string", "enum": ["passed", "failed"], "description": "answer requests: the verdict on the answer the model wrote"}
                     }
                 },
                 "ModerationRequest": {

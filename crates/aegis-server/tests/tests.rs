@@ -5,6 +5,7 @@
 mod api;
 mod bad_input;
 mod common;
+mod conversations;
 mod fake;
 mod feedback;
 mod metrics;

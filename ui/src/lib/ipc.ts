@@ -32,6 +32,8 @@ import type { NewValidator } from "../bindings/NewValidator";
 import type { StoredExample } from "../bindings/StoredExample";
 import type { TeachValidator } from "../bindings/TeachValidator";
 import type { TrainReport } from "../bindings/TrainReport";
+import type { Turn } from "../bindings/Turn";
+import type { TurnsChecked } from "../bindings/TurnsChecked";
 
 /** A command's failure, as thrown by every call below. */
 export class ConsoleFailure extends Error {
@@ -62,6 +64,9 @@ export const api = {
   appInfo: () => call<AppInfo>("app_info"),
   modelState: () => call<ModelState>("model_state"),
   check: (text: string) => call<CheckResult>("check", { text }),
+  /** The last turn, or every turn, each in the context of the turns before it. */
+  checkConversation: (turns: Turn[], checked: TurnsChecked) =>
+    call<CheckResult[]>("check_conversation", { turns, checked }),
   previewFile: (path: string) => call<FilePreview>("preview_file", { path }),
   importFile: (importId: string, path: string, column: string | null) =>
     call<ImportSummary>("import_file", { importId, path, column }),
