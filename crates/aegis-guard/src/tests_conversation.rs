@@ -150,6 +150,7 @@ fn a_head_reports_a_failure_that_needs_the_context() {
         Arc::new(FakeModel::new(vec![])),
         vec![validator("toxic", 1)],
     )
+    .with_context(384, Some(ContextReading::Higher))
     .with_encoder(Some(encoder))
     .with_head(encoder_head("toxic", vec![1.0, -3.0], 0.0))
     .expect("bound to the fake encoder");
