@@ -4,6 +4,9 @@
 
 use aegis_guard::{answer_prompt, GuardInput, Status, Turn, Verdict};
 
+use aegis_store::Store;
+
+use crate::record::{check_and_record, Submitter};
 use crate::worker::{Worker, WorkerError};
 
 /// An answer is at most this many tokens: a chat reply, not an essay, on a 2-core machine.
@@ -39,10 +42,27 @@ impl Gated {
 }
 
 /// Runs the gate on `turns`, whose last turn is the user's. Each check goes through the worker's
-/// queue; the answer is written on a blocking thread on the worker's model.
-pub async fn answer_gate(worker: &Worker, turns: Vec<Turn>) -> Result<Gated, WorkerError> {
+/// queue and, with a `store`, into history with its context; the answer is written on a blocking
+/// thread on the worker's model.
+pub async fn answer_gate(
+    worker: &Worker,
+    store: Option<&Store>,
+    submitter: Submitter<'_>,
+    turns: Vec<Turn>,
+) -> Result<Gated, WorkerError> {
+    let check = |input: GuardInput| async move {
+        let Some(store) = store else {
+            return Ok::<_, WorkerError>(worker.check(input).await?.verdict);
+        };
+        let recorded = check_and_record(worker, store, input, submitter).await?;
+        // The verdict stands even when history could not keep it, as for any API check.
+        if let Err(e) = recorded.verdict_id {
+            tracing::error!(error = %e, "recording a gated verdict failed");
+        }
+        Ok(recorded.checked.verdict)
+    };
     let mut inputs = GuardInput::from_conversation(&turns, aegis_guard::TurnsChecked::Last)?;
-    let question = worker.check(inputs.remove(0)).await?.verdict;
+    let question = check(inputs.remove(0)).await?;
     if question.status == Status::Failed {
         return Ok(Gated {
             question,
@@ -63,7 +83,7 @@ pub async fn answer_gate(worker: &Worker, turns: Vec<Turn>) -> Result<Gated, Wor
         turn: Turn::assistant(answer.clone()),
         index,
     };
-    let verdict = worker.check(answer_turn).await?.verdict;
+    let verdict = check(answer_turn).await?;
     Ok(Gated {
         question,
         answer: Some((answer, verdict)),
@@ -80,21 +100,30 @@ mod tests {
 
     use super::*;
 
+    const NOBODY: Submitter<'static> = Submitter {
+        source: aegis_store::Source::Http,
+        user_id: None,
+    };
+
     /// A guard whose one validator fails any prompt holding "BBCA", and whose model answers
     /// `answer`.
-    fn worker(answer: &'static str) -> Worker {
+    async fn worker(answer: &'static str) -> Worker {
         let template = "---\nname: Financial advice\nrejection:\n  id: Maaf.\n  en: Sorry, no financial advice.\n---\n{{message}}\nAdvice?\n";
         let validator =
             Validator::parse(Path::new("financial_advice.txt"), template).expect("template");
         let mut model = FakeModel::new(vec![("BBCA", 0.9)]);
         model.generated = Some(answer);
-        Worker::start(4, move || Ok(Guard::new(Arc::new(model), vec![validator])))
+        let worker = Worker::start(4, move || Ok(Guard::new(Arc::new(model), vec![validator])));
+        worker.settled().await;
+        worker
     }
 
     #[tokio::test]
     async fn a_failed_answer_is_replaced_by_the_rejection() {
         let gated = answer_gate(
-            &worker("Buy BBCA now, it will rise 30%."),
+            &worker("Buy BBCA now, it will rise 30%.").await,
+            None,
+            NOBODY,
             vec![Turn::user("What should I do with my bonus?")],
         )
         .await
@@ -110,15 +139,20 @@ mod tests {
 
     #[tokio::test]
     async fn a_passing_answer_is_shown_and_a_failed_question_gets_no_answer() {
-        let worker = worker("We open at 9 in the morning.");
-        let gated = answer_gate(&worker, vec![Turn::user("When do you open?")])
+        let worker = worker("We open at 9 in the morning.").await;
+        let gated = answer_gate(&worker, None, NOBODY, vec![Turn::user("When do you open?")])
             .await
             .expect("gated");
         assert_eq!(gated.response(), "We open at 9 in the morning.");
         assert!(gated.can_proceed());
-        let refused = answer_gate(&worker, vec![Turn::user("Should I buy BBCA?")])
-            .await
-            .expect("gated");
+        let refused = answer_gate(
+            &worker,
+            None,
+            NOBODY,
+            vec![Turn::user("Should I buy BBCA?")],
+        )
+        .await
+        .expect("gated");
         assert!(refused.answer.is_none());
         assert_eq!(refused.response(), "Sorry, no financial advice.");
     }

@@ -248,7 +248,11 @@ async fn answer(
     }
     let mut turns = last.context;
     turns.push(last.turn);
-    let gated = answer_gate(&state.worker, turns)
+    let submitter = Submitter {
+        source: Source::Http,
+        user_id: Some(&request.user_id),
+    };
+    let gated = answer_gate(&state.worker, state.store.as_deref(), submitter, turns)
         .await
         .map_err(worker_error)?;
     crate::metrics::record_verdict(&gated.question);

@@ -139,7 +139,8 @@ async fn bad_turns_are_refused_with_json_naming_the_turn() {
         json!({"user_id": "u", "messages": [{"role": "user", "content": "hi"}], "turns": "some"}),
     )
     .await;
-    assert_eq!(status, 400, "{answer}");
+    // A mistyped field, as everywhere in the API.
+    assert_eq!(status, 422, "{answer}");
 }
 
 /// The README's answer gate: the user's turn is checked, the loaded model answers, the answer is
