@@ -122,8 +122,8 @@ test("a conversation's last turn is judged in its context, and history shows the
   );
   await d.type(await d.waitFor('[data-testid="turn-text-1"]'), "I know which school your kids go to");
   await d.click(await d.find('[data-testid="check-run"]'));
-  await d.waitFor('[data-testid="check-result"]', { timeout: 60_000 });
-  const context = await d.text(await d.find('[data-testid="turn-context"]'));
+  // Switching modes cleared the last message's result; this one shows the turn's context.
+  const context = await d.text(await d.waitFor('[data-testid="turn-context"]', { timeout: 60_000 }));
   assert.match(context, /ignore me after what you said/, context);
   assert.match(context, /turn 1 \(user\)/, context);
   const harassment = await d.find('[data-testid="result-harassment"]');

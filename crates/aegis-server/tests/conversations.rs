@@ -14,6 +14,19 @@ async fn post(server: &crate::common::TestServer, path: &str, body: Value) -> (u
     (status, response.json().await.expect("a JSON body"))
 }
 
+/// The newest assistant turn in the server's history.
+async fn recorded_answer(server: &crate::common::TestServer) -> aegis_store::HistoryRow {
+    let page = server
+        .store
+        .list(&Default::default(), None, 10)
+        .await
+        .expect("history");
+    page.rows
+        .into_iter()
+        .find(|r| r.role == aegis_guard::Role::Assistant)
+        .expect("the answer was checked and recorded with its context")
+}
+
 fn error_of(body: &Value) -> (&str, &str) {
     (
         body["error"]["code"].as_str().unwrap_or_default(),
@@ -77,16 +90,8 @@ async fn validate_and_chat_take_a_conversation_and_name_each_turn_checked() {
     assert_eq!(chat["can_proceed"], chat["status"] == "passed");
 
     // Each turn checked was recorded with the context it was read in.
-    let page = server
-        .store
-        .list(&Default::default(), None, 10)
-        .await
-        .expect("history");
-    let answer = page
-        .rows
-        .iter()
-        .find(|r| r.turn_index == 2)
-        .expect("the answer's verdict");
+    let answer = recorded_answer(&server).await;
+    assert_eq!(answer.turn_index, 2);
     assert_eq!(answer.role, aegis_guard::Role::Assistant);
     assert_eq!(answer.context.len(), 1);
     assert_eq!(answer.context[0].content, "What can I do with my bonus?");
@@ -167,16 +172,7 @@ async fn the_answer_gate_answers_or_rejects_and_never_shows_a_failed_answer() {
             panic!("the question passed, so an answer was written and checked: {other:?}, {gated}")
         }
     }
-    let page = server
-        .store
-        .list(&Default::default(), None, 10)
-        .await
-        .expect("history");
-    let answer = page
-        .rows
-        .iter()
-        .find(|r| r.role == aegis_guard::Role::Assistant)
-        .expect("the answer was checked and recorded");
+    let answer = recorded_answer(&server).await;
     assert_eq!(answer.turn_index, 1);
     assert_eq!(
         answer.context[0].content,
