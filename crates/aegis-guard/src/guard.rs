@@ -4,19 +4,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{
-    EncoderInfo, EncoderOutput, EncoderReading, Encoding, EngineError, LanguageModel, Prompt,
-    Scored, Segment, SentenceEncoder,
-};
+use aegis_engine::{EncoderInfo, EncoderReading, LanguageModel, Prompt, Segment, SentenceEncoder};
 use aegis_heads::Head;
 
-use crate::context::{
-    fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS,
-};
+use crate::analysis::Analysis;
+use crate::context::{ContextReading, DEFAULT_CONTEXT_TOKENS};
 use crate::error::{GuardError, Result};
 use crate::heads::{
-    check_binding, encoder_reading, encoding_prompt, head_input, head_path, layers_read,
-    load_heads, EncoderRead,
+    check_binding, encoder_reading, head_input, head_path, load_heads, EncoderRead,
 };
 use crate::input::GuardInput;
 use crate::language::Language;
@@ -49,38 +44,22 @@ impl RejectionMode {
 
 #[derive(Clone)]
 pub struct Guard {
-    model: Arc<dyn LanguageModel>,
+    pub(crate) model: Arc<dyn LanguageModel>,
     /// The sentence encoder heads read instead of the model's hidden states, when one is chosen.
-    encoder: Option<Arc<dyn SentenceEncoder>>,
-    validators: Vec<Validator>,
+    pub(crate) encoder: Option<Arc<dyn SentenceEncoder>>,
+    pub(crate) validators: Vec<Validator>,
     /// One slot per validator.
-    heads: Vec<Option<Head>>,
+    pub(crate) heads: Vec<Option<Head>>,
     rejection: RejectionMode,
     /// Rejection messages in this language, whatever the message's; detected when `None`.
     language: Option<Language>,
     /// Run every validator's own prompt, even where a head decides (the workbench's prompt
     /// column, the try panel, `--prompt-scores`).
-    prompt_scores: bool,
+    pub(crate) prompt_scores: bool,
     /// Tokens of earlier turns read with a checked turn, at most.
-    context_tokens: usize,
+    pub(crate) context_tokens: usize,
     /// Every head reads context this way, whatever its validator says (for measuring).
-    context_reading: Option<ContextReading>,
-}
-
-/// What the model said about one turn: the shared encoding where a head reads it, and each
-/// validator's prompt score where its prompt ran.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
-    pub encoding: Option<Encoding>,
-    /// What the sentence encoder read (see [`Guard::encoder_reading`]), where a head reads it.
-    pub encoder_output: Option<EncoderOutput>,
-    /// What the encoder read of the turn joined to its context, where the turn has context and
-    /// the heads read it (see [`ContextReading`]).
-    pub context_output: Option<EncoderOutput>,
-    /// Per validator, in validator order; `None` where the prompt did not run.
-    pub prompt_scores: Vec<Option<Scored>>,
-    /// The checked turn and the context read with it.
-    pub turn: TurnReport,
+    pub(crate) context_reading: Option<ContextReading>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -286,197 +265,7 @@ impl Guard {
         self.encoder.as_ref().map(|e| e.info())
     }
 
-    /// What the model says about `text`: the shared encoding if any head reads it, and the
-    /// prompts of the validators that need them (see [`Analysis`]).
-    pub fn analyse(&self, text: &str) -> Result<Analysis> {
-        self.analyse_batch(&[text]).remove(0)
-    }
-
-    /// `analyse` for several messages, each a user's turn alone.
-    pub fn analyse_batch(&self, texts: &[&str]) -> Vec<Result<Analysis>> {
-        let inputs: Vec<GuardInput> = texts.iter().map(|t| GuardInput::message(*t)).collect();
-        self.analyse_inputs(&inputs)
-    }
-
-    /// `analyse` for several turns: one batched encoding and one batched scoring call; each input
-    /// gets its own result.
-    pub fn analyse_inputs(&self, inputs: &[GuardInput]) -> Vec<Result<Analysis>> {
-        let mut results: Vec<Option<Result<Analysis>>> = Vec::with_capacity(inputs.len());
-        let mut runnable = Vec::new();
-        let mut turns = Vec::new();
-        for (i, input) in inputs.iter().enumerate() {
-            match self.prepare(input) {
-                Ok(turn) => {
-                    results.push(None);
-                    runnable.push(i);
-                    turns.push(turn);
-                }
-                Err(problem) => results.push(Some(Err(problem))),
-            }
-        }
-        let layers = layers_read(&self.heads);
-        let mut encodings: Vec<Option<Result<Encoding>>> =
-            (0..runnable.len()).map(|_| None).collect();
-        if !layers.is_empty() && !runnable.is_empty() {
-            let prompts: Vec<Prompt> = runnable
-                .iter()
-                .map(|&i| encoding_prompt(inputs[i].text()))
-                .collect();
-            for (slot, encoded) in encodings
-                .iter_mut()
-                .zip(self.model.encode_batch(&prompts, &layers))
-            {
-                *slot = Some(encoded.map_err(GuardError::from));
-            }
-        }
-        let (embeddings, in_context) = self.read_encoder(inputs, &runnable, &turns);
-        let prompted: Vec<Vec<usize>> = turns
-            .iter()
-            .map(|turn| {
-                (0..self.validators.len())
-                    .filter(|&v| self.prompt_scores || self.heads[v].is_none())
-                    .filter(|&v| self.validators[v].applies_to.covers(turn.role))
-                    .collect()
-            })
-            .collect();
-        let mut scores: Vec<Option<Result<Vec<Scored>>>> =
-            (0..runnable.len()).map(|_| None).collect();
-        let asking: Vec<usize> = (0..runnable.len())
-            .filter(|&r| !prompted[r].is_empty())
-            .collect();
-        if !asking.is_empty() {
-            let prompts: Vec<Vec<Prompt>> = asking
-                .iter()
-                .map(|&r| {
-                    prompted[r]
-                        .iter()
-                        .map(|&v| {
-                            self.validators[v]
-                                .prompt_in_context(inputs[runnable[r]].text(), &turns[r].context)
-                        })
-                        .collect()
-                })
-                .collect();
-            for (&r, scored) in asking.iter().zip(self.model.score_batch(&prompts)) {
-                scores[r] = Some(scored.map(|s| s.answers).map_err(GuardError::from));
-            }
-        }
-        let per_input = encodings
-            .into_iter()
-            .zip(embeddings)
-            .zip(in_context)
-            .zip(scores)
-            .zip(prompted)
-            .zip(turns);
-        for (&i, (((((encoding, embedding), in_context), scored), prompted), turn)) in
-            runnable.iter().zip(per_input)
-        {
-            let analysis = (|| {
-                let mut prompt_scores = vec![None; self.validators.len()];
-                for (&v, answer) in prompted.iter().zip(scored.transpose()?.unwrap_or_default()) {
-                    prompt_scores[v] = Some(answer);
-                }
-                Ok(Analysis {
-                    encoding: encoding.transpose()?,
-                    encoder_output: embedding.transpose()?,
-                    context_output: in_context.transpose()?,
-                    prompt_scores,
-                    turn,
-                })
-            })();
-            results[i] = Some(analysis.map_err(|e| self.explain_error(e, inputs[i].text())));
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(GuardError::EmptyText)))
-            .collect()
-    }
-
-    /// Refuses what cannot be checked, and fits the context to its budget.
-    fn prepare(&self, input: &GuardInput) -> Result<TurnReport> {
-        if input.text().trim().is_empty() {
-            return Err(GuardError::EmptyText);
-        }
-        if let Some(index) = input
-            .context
-            .iter()
-            .position(|t| t.content.trim().is_empty())
-        {
-            return Err(GuardError::BadTurn {
-                index: Some(index),
-                problem: "its content is empty".into(),
-            });
-        }
-        if let Some(too_long) = self.over_the_models_context(input.text()) {
-            return Err(too_long);
-        }
-        let (context, context_cut) = fit_context(&input.context, self.context_tokens, |text| {
-            // A turn that cannot be counted is too odd to read as context.
-            self.model.count_user_tokens(text).unwrap_or(usize::MAX / 2)
-        });
-        if context_cut > 0 {
-            tracing::debug!(
-                turn = input.index,
-                context_cut,
-                "context over its budget: oldest turns cut"
-            );
-        }
-        Ok(TurnReport {
-            index: input.index,
-            role: input.turn.role,
-            context,
-            context_cut,
-        })
-    }
-
-    /// The encoder's readings of each runnable turn, and of the turn joined to its context where
-    /// it has context and the heads read it, all in one batch.
-    #[allow(clippy::type_complexity)]
-    fn read_encoder(
-        &self,
-        inputs: &[GuardInput],
-        runnable: &[usize],
-        turns: &[TurnReport],
-    ) -> (
-        Vec<Option<Result<EncoderOutput>>>,
-        Vec<Option<Result<EncoderOutput>>>,
-    ) {
-        let none = || (0..runnable.len()).map(|_| None).collect::<Vec<_>>();
-        let (mut alone, mut joined) = (none(), none());
-        let reading = self.encoder_reading();
-        let Some(encoder) = self.encoder.as_ref().filter(|_| !reading.is_empty()) else {
-            return (alone, joined);
-        };
-        let mut texts: Vec<String> = runnable
-            .iter()
-            .map(|&i| inputs[i].text().to_string())
-            .collect();
-        let reads_context = self
-            .validators
-            .iter()
-            .zip(&self.heads)
-            .any(|(v, head)| head.is_some() && self.reading_for(v) != ContextReading::Turn);
-        let with_context: Vec<usize> = (0..runnable.len())
-            .filter(|&r| reads_context && !turns[r].context.is_empty())
-            .collect();
-        for &r in &with_context {
-            texts.push(joined_text(&turns[r].context, inputs[runnable[r]].text()));
-        }
-        let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mut read = encoder
-            .read_batch(&batch, &reading)
-            .into_iter()
-            .map(|r| r.map_err(GuardError::from));
-        for slot in alone.iter_mut() {
-            *slot = read.next();
-        }
-        for &r in &with_context {
-            joined[r] = read.next();
-        }
-        (alone, joined)
-    }
-
-    fn reading_for(&self, validator: &Validator) -> ContextReading {
+    pub(crate) fn reading_for(&self, validator: &Validator) -> ContextReading {
         self.context_reading.unwrap_or(validator.context_reading)
     }
 
@@ -633,35 +422,6 @@ impl Guard {
                 .collect(),
             latency_ms: started.elapsed().as_secs_f64() * 1e3,
         })
-    }
-
-    /// With heads on a sentence encoder the model may never see the message, so its context
-    /// limit (`--max-context`) is checked here: the limit a user set holds whatever scores the
-    /// message. The model's own passes check it themselves.
-    fn over_the_models_context(&self, text: &str) -> Option<GuardError> {
-        self.encoder.as_ref()?;
-        let limit = self.model.info().context_length;
-        let message_tokens = self.model.count_user_tokens(text).ok()?;
-        (message_tokens > limit).then_some(GuardError::TooLong {
-            message_tokens,
-            prompt_tokens: message_tokens,
-            limit,
-        })
-    }
-
-    /// Turns the engine's "prompt too long" into one about the message, with both lengths.
-    fn explain_error(&self, error: GuardError, text: &str) -> GuardError {
-        match error {
-            GuardError::Engine(EngineError::ContextExceeded {
-                prompt_tokens,
-                limit,
-            }) => GuardError::TooLong {
-                message_tokens: self.model.count_user_tokens(text).unwrap_or(0),
-                prompt_tokens,
-                limit,
-            },
-            other => other,
-        }
     }
 
     fn templated_rejection(failed: &[&Validator], language: Language) -> String {

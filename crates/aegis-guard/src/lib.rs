@@ -1,6 +1,7 @@
 //! Validators from `prompt_guard/`, the verdict for a message, and the rejection message.
 //! Knows nothing of SQL or HTTP; the model is any `aegis_engine::LanguageModel`.
 
+mod analysis;
 mod compat;
 mod context;
 mod error;
@@ -14,13 +15,13 @@ mod template;
 mod training;
 mod verdict;
 
+pub use analysis::Analysis;
 pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
 pub use context::{fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{GuardError, Result};
 pub use features::{message_features, FeatureCache, MessageFeatures};
 pub use guard::{
-    Analysis, Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion,
-    ValidatorResult, Verdict,
+    Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
 };
 pub use heads::{
     check_binding, encoder_context_hash, encoder_reading, encoding_context_hash, encoding_prompt,
