@@ -243,3 +243,83 @@ async fn a_paused_import_can_be_cancelled_promptly() {
     assert!(summary.cancelled && !summary.complete, "{summary:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(1));
 }
+
+/// A conversation line gives a verdict per checked turn, each recorded with its context; a
+/// cancelled import resumes after the last turn recorded, within a line too.
+#[tokio::test]
+async fn conversation_lines_record_each_turn_with_its_context_and_resume_by_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(&dir.path().join("history.db"))
+        .await
+        .expect("store");
+    let path = dir.path().join("chats.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"halo\"}, {\"role\": \"assistant\", \"content\": \"promo gratis hari ini\"}, {\"role\": \"user\", \"content\": \"ok\"}]}\n",
+            "{\"text\": \"selamat pagi\"}\n",
+        ),
+    )
+    .expect("write");
+    let file = MessageFile::read(&path, None).expect("read");
+    assert_eq!(file.rows.len(), 4);
+    // The stand-in reports the turn it was given, as the guard does.
+    let check = |input: aegis_guard::GuardInput| {
+        std::future::ready(checked(input.text()).map(|(mut verdict, templates)| {
+            verdict.turn = aegis_guard::TurnReport {
+                index: input.index,
+                role: input.turn.role,
+                context: input.context.clone(),
+                context_cut: 0,
+            };
+            (verdict, templates)
+        }))
+    };
+    let cancel = AtomicBool::new(false);
+    let first = import_file(
+        &store,
+        &file,
+        None,
+        check,
+        |p| {
+            if p.rows_done == 2 {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+    .await
+    .expect("first run");
+    assert!(first.cancelled);
+    let second = import_file(&store, &file, None, check, |_| {}, &AtomicBool::new(false))
+        .await
+        .expect("resume");
+    assert!(second.complete);
+    assert_eq!(second.progress.rows_done, 4);
+    let page = store
+        .list(&HistoryFilter::default(), None, 10)
+        .await
+        .expect("history");
+    let mut turns: Vec<(String, i64, usize)> = page
+        .rows
+        .iter()
+        .map(|r| (r.text.clone(), r.turn_index, r.context.len()))
+        .collect();
+    turns.sort();
+    assert_eq!(
+        turns,
+        [
+            ("halo".to_string(), 0, 0),
+            ("ok".to_string(), 2, 2),
+            ("promo gratis hari ini".to_string(), 1, 1),
+            ("selamat pagi".to_string(), 0, 0),
+        ]
+    );
+    let promo = page
+        .rows
+        .iter()
+        .find(|r| r.turn_index == 1)
+        .expect("the assistant's turn");
+    assert_eq!(promo.role, aegis_guard::Role::Assistant);
+    assert_eq!(promo.status, "failed");
+}

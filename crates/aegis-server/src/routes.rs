@@ -89,7 +89,15 @@ impl GuardRequest {
         let turns = match (&self.question, &self.messages) {
             (Some(question), None) => return Ok(vec![GuardInput::message(question.as_str())]),
             (None, Some(messages)) => messages,
-            _ => {
+            (None, None) => {
+                // A missing field, as everywhere in the API.
+                return Err(ApiError::new(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_request",
+                    "missing field `question`: give question (one message) or messages (a conversation)",
+                ));
+            }
+            (Some(_), Some(_)) => {
                 return Err(ApiError::bad_request(
                     "bad_request",
                     "give either question (one message) or messages (a conversation), not both",
