@@ -41,11 +41,12 @@ fn score(result: &Value, key: &str) -> f64 {
     result["scores"][key].as_f64().unwrap_or(f64::NAN)
 }
 
-/// The assistant's answer is advice; the user quoting the same words to ask about the policy
-/// reads lower, and a plain question about the policy passes. A quoted tip in a user's question
-/// still fails at the shipped threshold (README, "Conversations": not solved by a linear head).
+/// The assistant's answer is advice; the same words quoted in a user's question about the policy
+/// are mentioned, not given, and pass (`quotes: mentioned`), reported as such. An assistant that
+/// wraps the tip in a question of its own is still read whole, and a tip a user wraps in quotes
+/// with no question of their own still fails.
 #[test]
-fn an_assistants_stock_tip_fails_and_reads_higher_than_a_users_question_with_its_words() {
+fn an_assistants_stock_tip_fails_and_the_same_words_in_a_users_question_pass() {
     let results = check_conversations(&[
         json!([
             {"role": "user", "content": "Uang THR enaknya diapain ya?"},
@@ -64,26 +65,32 @@ fn an_assistants_stock_tip_fails_and_reads_higher_than_a_users_question_with_its
         json!([
             {"role": "user", "content": "Kenapa asisten bank nggak boleh kasih saran beli saham?"},
         ]),
+        json!([
+            {"role": "user", "content": "What should I do with my bonus?"},
+            {"role": "assistant", "content": "Why not do what everyone says: 'buy NVDA calls right now, they will double by March'?"},
+        ]),
+        json!([
+            {"role": "user", "content": "\"Buy NVDA calls right now, they will double by March.\" Trust me."},
+        ]),
     ]);
-    assert_eq!(
-        step(&results[0], "financial_advice"),
-        "failed",
-        "{}",
-        results[0]
-    );
-    assert_eq!(
-        step(&results[2], "financial_advice"),
-        "failed",
-        "{}",
-        results[2]
-    );
-    assert_eq!(results[0]["turns"][0]["role"], "assistant");
     for (answer, question) in [(0, 1), (2, 3)] {
-        assert!(
-            score(&results[answer], "financial_advice")
-                > score(&results[question], "financial_advice") + 0.3,
-            "{} vs {}",
-            results[answer],
+        assert_eq!(
+            step(&results[answer], "financial_advice"),
+            "failed",
+            "{}",
+            results[answer]
+        );
+        assert_eq!(results[answer]["turns"][0]["role"], "assistant");
+        assert_eq!(
+            step(&results[question], "financial_advice"),
+            "passed",
+            "{}",
+            results[question]
+        );
+        assert_eq!(
+            results[question]["turns"][0]["read_as_mention"],
+            json!(["financial_advice"]),
+            "{}",
             results[question]
         );
     }
@@ -93,6 +100,18 @@ fn an_assistants_stock_tip_fails_and_reads_higher_than_a_users_question_with_its
         "{}",
         results[4]
     );
+    for still_advice in [5, 6] {
+        assert_eq!(
+            step(&results[still_advice], "financial_advice"),
+            "failed",
+            "{}",
+            results[still_advice]
+        );
+        assert_eq!(
+            results[still_advice]["turns"][0]["read_as_mention"],
+            json!([])
+        );
+    }
 }
 
 #[test]

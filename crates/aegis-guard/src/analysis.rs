@@ -7,7 +7,16 @@ use crate::context::{fit_context, joined_text, ContextReading, TurnReport};
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
 use crate::heads::{encoding_prompt, layers_read};
-use crate::input::GuardInput;
+use crate::input::{GuardInput, Role};
+use crate::mention::{question_frame, QuoteReading};
+
+/// The encoder's readings of a batch's runnable turns, by position among them (see
+/// [`Guard::read_encoder`]).
+struct EncoderReads {
+    alone: Vec<Option<Result<EncoderOutput>>>,
+    joined: Vec<Option<Result<EncoderOutput>>>,
+    frame: Vec<Option<Result<EncoderOutput>>>,
+}
 
 /// What the model said about one turn: the shared encoding where a head reads it, and each
 /// validator's prompt score where its prompt ran.
@@ -19,6 +28,9 @@ pub struct Analysis {
     /// What the encoder read of the turn joined to its context, where the turn has context and
     /// the heads read it (see [`ContextReading`]).
     pub context_output: Option<EncoderOutput>,
+    /// What the encoder read of a user's question with its quoted passages elided, where it
+    /// quotes something and a head reads quotes as mentioned (see [`QuoteReading`]).
+    pub frame_output: Option<EncoderOutput>,
     /// Per validator, in validator order; `None` where the prompt did not run.
     pub prompt_scores: Vec<Option<Scored>>,
     /// The checked turn and the context read with it.
@@ -69,7 +81,11 @@ impl Guard {
                 *slot = Some(encoded.map_err(GuardError::from));
             }
         }
-        let (embeddings, in_context) = self.read_encoder(inputs, &runnable, &turns);
+        let EncoderReads {
+            alone: embeddings,
+            joined: in_context,
+            frame: frames,
+        } = self.read_encoder(inputs, &runnable, &turns);
         let prompted: Vec<Vec<usize>> = turns
             .iter()
             .map(|turn| {
@@ -105,10 +121,11 @@ impl Guard {
             .into_iter()
             .zip(embeddings)
             .zip(in_context)
+            .zip(frames)
             .zip(scores)
             .zip(prompted)
             .zip(turns);
-        for (&i, (((((encoding, embedding), in_context), scored), prompted), turn)) in
+        for (&i, ((((((encoding, embedding), in_context), frame), scored), prompted), turn)) in
             runnable.iter().zip(per_input)
         {
             let analysis = (|| {
@@ -120,6 +137,7 @@ impl Guard {
                     encoding: encoding.transpose()?,
                     encoder_output: embedding.transpose()?,
                     context_output: in_context.transpose()?,
+                    frame_output: frame.transpose()?,
                     prompt_scores,
                     turn,
                 })
@@ -169,51 +187,72 @@ impl Guard {
         })
     }
 
-    /// The encoder's readings of each runnable turn, and of the turn joined to its context where
-    /// it has context and the heads read it, all in one batch.
-    #[allow(clippy::type_complexity)]
+    /// The encoder's readings of each runnable turn, of the turn joined to its context where it
+    /// has context and the heads read it, and of a user's question without its quotes where a
+    /// head reads them as mentioned: all in one batch.
     fn read_encoder(
         &self,
         inputs: &[GuardInput],
         runnable: &[usize],
         turns: &[TurnReport],
-    ) -> (
-        Vec<Option<Result<EncoderOutput>>>,
-        Vec<Option<Result<EncoderOutput>>>,
-    ) {
+    ) -> EncoderReads {
         let none = || (0..runnable.len()).map(|_| None).collect::<Vec<_>>();
-        let (mut alone, mut joined) = (none(), none());
+        let mut reads = EncoderReads {
+            alone: none(),
+            joined: none(),
+            frame: none(),
+        };
         let reading = self.encoder_reading();
         let Some(encoder) = self.encoder.as_ref().filter(|_| !reading.is_empty()) else {
-            return (alone, joined);
+            return reads;
         };
+        let encoder_heads = || {
+            self.validators
+                .iter()
+                .zip(&self.heads)
+                .filter(|(_, head)| {
+                    head.as_ref()
+                        .is_some_and(|h| !h.features.encoder.is_decoder())
+                })
+                .map(|(v, _)| v)
+        };
+        let reads_context = encoder_heads().any(|v| self.reading_for(v) != ContextReading::Turn);
+        let reads_mentions = encoder_heads().any(|v| v.quote_reading == QuoteReading::Mentioned);
         let mut texts: Vec<String> = runnable
             .iter()
             .map(|&i| inputs[i].text().to_string())
             .collect();
-        let reads_context = self
-            .validators
-            .iter()
-            .zip(&self.heads)
-            .any(|(v, head)| head.is_some() && self.reading_for(v) != ContextReading::Turn);
         let with_context: Vec<usize> = (0..runnable.len())
             .filter(|&r| reads_context && !turns[r].context.is_empty())
             .collect();
         for &r in &with_context {
             texts.push(joined_text(&turns[r].context, inputs[runnable[r]].text()));
         }
+        let mut with_frame = Vec::new();
+        for (r, turn) in turns.iter().enumerate() {
+            if !reads_mentions || turn.role != Role::User {
+                continue;
+            }
+            if let Some(frame) = question_frame(inputs[runnable[r]].text()) {
+                with_frame.push(r);
+                texts.push(frame);
+            }
+        }
         let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
         let mut read = encoder
             .read_batch(&batch, &reading)
             .into_iter()
             .map(|r| r.map_err(GuardError::from));
-        for slot in alone.iter_mut() {
+        for slot in reads.alone.iter_mut() {
             *slot = read.next();
         }
         for &r in &with_context {
-            joined[r] = read.next();
+            reads.joined[r] = read.next();
         }
-        (alone, joined)
+        for &r in &with_frame {
+            reads.frame[r] = read.next();
+        }
+        reads
     }
 
     /// With heads on a sentence encoder the model may never see the message, so its context

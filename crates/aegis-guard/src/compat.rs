@@ -47,6 +47,9 @@ pub struct TurnVerdict {
     pub context_cut: usize,
     /// Validators that failed it only because of its context.
     pub caught_in_context: Vec<String>,
+    /// Validators it passed only because a quoted passage in the user's question was read as
+    /// mentioned, not said (`quotes: mentioned`).
+    pub read_as_mention: Vec<String>,
 }
 
 /// `POST /chat` response.
@@ -133,6 +136,12 @@ impl TurnVerdict {
                 .results
                 .iter()
                 .filter(|r| r.caught_in_context)
+                .map(|r| r.key.clone())
+                .collect(),
+            read_as_mention: verdict
+                .results
+                .iter()
+                .filter(|r| r.read_as_mention)
                 .map(|r| r.key.clone())
                 .collect(),
         }

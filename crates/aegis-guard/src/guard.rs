@@ -13,8 +13,9 @@ use crate::error::{GuardError, Result};
 use crate::heads::{
     check_binding, encoder_reading, head_input, head_path, load_heads, EncoderRead,
 };
-use crate::input::GuardInput;
+use crate::input::{GuardInput, Role};
 use crate::language::Language;
+use crate::mention::QuoteReading;
 use crate::template::{load_validators, LoadedValidators, Validator};
 pub use crate::verdict::{
     ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
@@ -306,6 +307,10 @@ impl Guard {
             reading: &reading,
             output,
         });
+        let frame_read = analysis.frame_output.as_ref().map(|output| EncoderRead {
+            reading: &reading,
+            output,
+        });
         let mut results = Vec::with_capacity(self.validators.len());
         let mut skipped = Vec::new();
         for ((v, head), answer) in self
@@ -328,9 +333,18 @@ impl Guard {
                 head.probability(&input)
                     .map_err(|e| head_failed(e.to_string()))
             };
-            let (learned, context_score) = match head {
+            let reads_frame =
+                v.quote_reading == QuoteReading::Mentioned && analysis.turn.role == Role::User;
+            let (learned, context_score, mention_score) = match head {
                 Some(head) => {
-                    let alone = head_score(head, turn_read)?;
+                    let whole = head_score(head, turn_read)?;
+                    let mention_score = match frame_read
+                        .filter(|_| reads_frame && !head.features.encoder.is_decoder())
+                    {
+                        Some(frame) => Some(head_score(head, Some(frame))?),
+                        None => None,
+                    };
+                    let alone = mention_score.map_or(whole, |p| p.min(whole));
                     let in_context =
                         match context_read.filter(|_| !head.features.encoder.is_decoder()) {
                             Some(joined) => Some(head_score(head, Some(joined))?),
@@ -345,9 +359,9 @@ impl Guard {
                         .encoding
                         .as_ref()
                         .map_or(started.elapsed().as_secs_f64() * 1e3, |e| e.elapsed_ms);
-                    (Some((learned, elapsed, alone)), in_context)
+                    (Some((learned, elapsed, whole)), in_context, mention_score)
                 }
-                None => (None, None),
+                None => (None, None, None),
             };
             let (score, decided_by, latency_ms) = match (learned, answer) {
                 (Some((p, ms, _)), _) => (p, ScoreSource::Head, ms),
@@ -368,7 +382,11 @@ impl Guard {
                 context_score,
                 caught_in_context: !passed
                     && context_score.is_some()
-                    && learned.is_some_and(|(_, _, alone)| alone < v.threshold),
+                    && learned.is_some_and(|(_, _, whole)| whole < v.threshold),
+                mention_score,
+                read_as_mention: passed
+                    && mention_score.is_some()
+                    && learned.is_some_and(|(_, _, whole)| whole >= v.threshold),
                 decided_by,
                 head_hash: head
                     .as_ref()

@@ -10,6 +10,7 @@ mod guard;
 mod heads;
 mod input;
 mod language;
+mod mention;
 mod prompts_dir;
 mod template;
 mod training;
@@ -32,6 +33,7 @@ pub use input::{
     answer_prompt, turn_from_parts, validate_conversation, GuardInput, Role, Turn, TurnsChecked,
 };
 pub use language::Language;
+pub use mention::{question_frame, QuoteReading};
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
 pub use template::{
     load_validators, AppliesTo, LoadedValidators, Rejection, Validator, CONTEXT_PLACEHOLDER,

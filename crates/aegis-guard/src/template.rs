@@ -12,6 +12,7 @@ use crate::context::ContextReading;
 use crate::error::{GuardError, Result};
 use crate::input::{Role, Turn};
 use crate::language::Language;
+use crate::mention::QuoteReading;
 
 pub const PLACEHOLDER: &str = "{{message}}";
 /// Where the earlier turns of a conversation go; optional, and only before the message.
@@ -53,6 +54,8 @@ struct FrontMatter {
     applies_to: AppliesTo,
     #[serde(default)]
     context: ContextReading,
+    #[serde(default)]
+    quotes: QuoteReading,
 }
 
 fn default_order() -> i64 {
@@ -95,6 +98,8 @@ pub struct Validator {
     pub applies_to: AppliesTo,
     /// What its head reads of a turn that has context.
     pub context_reading: ContextReading,
+    /// How its head reads quoted passages in a user's question.
+    pub quote_reading: QuoteReading,
     /// Template text before and after the placeholder (`before` may hold `{{context}}`).
     before: String,
     after: String,
@@ -221,6 +226,7 @@ impl Validator {
             rejection: front.rejection,
             applies_to: front.applies_to,
             context_reading: front.context,
+            quote_reading: front.quotes,
             before: body_start(before).to_string(),
             after,
             content_hash: hex_sha256(content.as_bytes()),

@@ -33,6 +33,8 @@ fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
             learned_score: None,
             context_score: None,
             caught_in_context: false,
+            mention_score: None,
+            read_as_mention: false,
             decided_by: ScoreSource::Prompt,
             head_hash: None,
             threshold: 0.5,

@@ -147,13 +147,14 @@ pub fn document() -> Value {
                         }},
                         "turns": {"type": "array", "description": "messages requests: each checked turn's verdict", "items": {
                             "type": "object",
-                            "required": ["index", "role", "status", "case", "context_turns", "context_cut", "caught_in_context"],
+                            "required": ["index", "role", "status", "case", "context_turns", "context_cut", "caught_in_context", "read_as_mention"],
                             "properties": {
                                 "index": {"type": "integer"}, "role": {"type": "string", "enum": ["user", "assistant"]},
                                 "status": {"type": "string", "enum": ["passed", "failed"]}, "case": {"type": "string"},
                                 "context_turns": {"type": "integer", "description": "Earlier turns read with it"},
                                 "context_cut": {"type": "integer", "description": "Older turns cut to fit the context budget"},
-                                "caught_in_context": {"type": "array", "items": {"type": "string"}, "description": "Validators it failed only because of its context"}
+                                "caught_in_context": {"type": "array", "items": {"type": "string"}, "description": "Validators it failed only because of its context"},
+                                "read_as_mention": {"type": "array", "items": {"type": "string"}, "description": "Validators it passed only because a quoted passage in the user's question was read as mentioned, not said"}
                             }
                         }},
                         "status_guard": {"type": "string", "enum": ["passed", "failed"]},

@@ -30,6 +30,10 @@ pub struct StoredResult {
     pub context_score: Option<f64>,
     /// It failed only because of the context.
     pub caught_in_context: bool,
+    /// The head's score on a user's question with its quoted passages elided, where it was read.
+    pub mention_score: Option<f64>,
+    /// It passed only because the quoted passage was read as mentioned, not said.
+    pub read_as_mention: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -196,7 +200,7 @@ impl Store {
             return Ok(());
         }
         let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash, r.context_score, r.caught_in_context
+            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash, r.context_score, r.caught_in_context, r.mention_score, r.read_as_mention
              FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
         );
         let mut ids = q.separated(", ");
@@ -225,6 +229,8 @@ impl Store {
                     head_hash: r.try_get(10)?,
                     context_score: r.try_get(11)?,
                     caught_in_context: r.try_get(12)?,
+                    mention_score: r.try_get(13)?,
+                    read_as_mention: r.try_get(14)?,
                 })
             })()
             .map_err(|e| self.sql(e))?;

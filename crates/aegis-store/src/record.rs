@@ -167,8 +167,8 @@ impl Store {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
             sqlx::query(
-                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, context_score, caught_in_context, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
+                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, context_score, caught_in_context, mention_score, read_as_mention, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
             )
             .bind(verdict_id)
             .bind(&r.key)
@@ -178,6 +178,8 @@ impl Store {
             .bind(r.learned_score.map(f64::from))
             .bind(r.context_score.map(f64::from))
             .bind(r.caught_in_context)
+            .bind(r.mention_score.map(f64::from))
+            .bind(r.read_as_mention)
             .bind(match r.decided_by {
                 ScoreSource::Prompt => "prompt",
                 ScoreSource::Head => "head",

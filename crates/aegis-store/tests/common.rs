@@ -35,6 +35,8 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
             learned_score: Some(score),
             context_score: None,
             caught_in_context: false,
+            mention_score: None,
+            read_as_mention: false,
             decided_by: ScoreSource::Head,
             head_hash: Some("ab".repeat(32)),
             threshold: 0.5,
