@@ -194,3 +194,42 @@ fn an_empty_context_turn_is_refused_by_its_position() {
     let refused = guard.check_inputs(&[input]).remove(0).unwrap_err();
     assert_eq!(refused.to_string(), "turn 1: its content is empty");
 }
+
+#[test]
+fn a_quoted_passage_in_a_users_question_is_read_as_mentioned_and_an_answer_is_read_whole() {
+    let encoder = Arc::new(FakeEncoder::new());
+    let shared: Arc<dyn aegis_engine::SentenceEncoder> = encoder.clone();
+    // p = sigmoid(words - 6): the eleven-word question fails whole; its five-word frame passes.
+    let guard = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![template(
+            "financial_advice",
+            "quotes: mentioned\n",
+            "{{message}}\nAdvice?\n",
+        )],
+    )
+    .with_encoder(Some(shared))
+    .with_head(encoder_head("financial_advice", vec![1.0, -6.0], 0.0))
+    .expect("bound to the fake encoder");
+    let quoted = "May the bot say 'buy BBCA now it will double soon'?";
+    let question = guard.check(quoted).expect("verdict");
+    let result = &question.results[0];
+    assert!(result.passed && result.read_as_mention, "{result:?}");
+    assert!(result.mention_score.is_some_and(|p| p < 0.5));
+    // The frame was read in the same batch as the turn: two texts.
+    assert_eq!(encoder.embedded.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let answer = guard
+        .check_inputs(&[last_turn(&[
+            Turn::user("What should I buy?"),
+            Turn::assistant(quoted),
+        ])])
+        .remove(0)
+        .expect("verdict");
+    let result = &answer.results[0];
+    assert!(!result.passed && result.mention_score.is_none(), "{result:?}");
+    // Without a question of its own the quote is the writer's own words.
+    let wrapped = guard
+        .check("'buy BBCA now it will double soon' my tip, trust me")
+        .expect("verdict");
+    assert!(!wrapped.results[0].passed && wrapped.results[0].mention_score.is_none());
+}

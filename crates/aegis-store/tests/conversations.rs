@@ -18,6 +18,8 @@ async fn a_turn_keeps_its_role_position_and_context_and_a_lone_message_reads_as_
     };
     checked.results[2].context_score = Some(0.91);
     checked.results[2].caught_in_context = true;
+    checked.results[3].mention_score = Some(0.04);
+    checked.results[3].read_as_mention = true;
     let id = t
         .store
         .record(&NewVerdict {
@@ -41,9 +43,13 @@ async fn a_turn_keeps_its_role_position_and_context_and_a_lone_message_reads_as_
         harassment.context_score.map(|s| (s * 100.0).round()),
         Some(91.0)
     );
+    let quoted = &detail.row.results[3];
+    assert!(quoted.read_as_mention && !harassment.read_as_mention);
+    assert_eq!(quoted.mention_score.map(|s| (s * 100.0).round()), Some(4.0));
 
     let lone = record(&t.store, "halo", Source::Typed, None, &[]).await;
     let lone = t.store.get(lone).await.expect("read").expect("kept");
     assert_eq!((lone.row.role, lone.row.turn_index), (Role::User, 0));
     assert!(lone.row.context.is_empty() && !lone.row.results[0].caught_in_context);
+    assert!(lone.row.results[0].mention_score.is_none() && !lone.row.results[0].read_as_mention);
 }

@@ -12,4 +12,12 @@ context_score: number | null,
 /**
  * It failed only because of the context.
  */
-caught_in_context: boolean, };
+caught_in_context: boolean, 
+/**
+ * The head's score on a user's question with its quoted passages elided, where it was read.
+ */
+mention_score: number | null, 
+/**
+ * It passed only because the quoted passage was read as mentioned, not said.
+ */
+read_as_mention: boolean, };

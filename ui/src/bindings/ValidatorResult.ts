@@ -23,7 +23,17 @@ context_score: number | null,
 /**
  * Failed only because of the context: the turn alone would have passed.
  */
-caught_in_context: boolean, decided_by: ScoreSource, 
+caught_in_context: boolean, 
+/**
+ * The head's probability on a user's question with its quoted passages elided, where it was
+ * read (`quotes: mentioned`); the lower of it and the turn's own score decides.
+ */
+mention_score: number | null, 
+/**
+ * Passed only because the quoted passage was read as mentioned, not said: the whole turn
+ * would have failed.
+ */
+read_as_mention: boolean, decided_by: ScoreSource, 
 /**
  * sha256 of the head file that scored it (as `aegis heads versions` and the Teach view list
  * them), when a head did.
