@@ -37,10 +37,6 @@ fn step(result: &Value, key: &str) -> String {
         .to_string()
 }
 
-fn score(result: &Value, key: &str) -> f64 {
-    result["scores"][key].as_f64().unwrap_or(f64::NAN)
-}
-
 /// The assistant's answer is advice; the same words quoted in a user's question about the policy
 /// are mentioned, not given, and pass (`quotes: mentioned`), reported as such. An assistant that
 /// wraps the tip in a question of its own is still read whole, and a tip a user wraps in quotes

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::guard::{Status, Verdict};
+use crate::guard::{Status, ValidatorResult, Verdict};
 use crate::input::Role;
 
 /// `POST /validate` response.
@@ -125,6 +125,14 @@ impl ValidateResponse {
 
 impl TurnVerdict {
     fn new(verdict: &Verdict) -> Self {
+        let keys_where = |marked: fn(&ValidatorResult) -> bool| {
+            verdict
+                .results
+                .iter()
+                .filter(|r| marked(r))
+                .map(|r| r.key.clone())
+                .collect()
+        };
         Self {
             index: verdict.turn.index,
             role: verdict.turn.role,
@@ -132,18 +140,8 @@ impl TurnVerdict {
             case: verdict.case.clone(),
             context_turns: verdict.turn.context.len(),
             context_cut: verdict.turn.context_cut,
-            caught_in_context: verdict
-                .results
-                .iter()
-                .filter(|r| r.caught_in_context)
-                .map(|r| r.key.clone())
-                .collect(),
-            read_as_mention: verdict
-                .results
-                .iter()
-                .filter(|r| r.read_as_mention)
-                .map(|r| r.key.clone())
-                .collect(),
+            caught_in_context: keys_where(|r| r.caught_in_context),
+            read_as_mention: keys_where(|r| r.read_as_mention),
         }
     }
 }

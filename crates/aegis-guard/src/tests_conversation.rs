@@ -217,7 +217,10 @@ fn a_quoted_passage_in_a_users_question_is_read_as_mentioned_and_an_answer_is_re
     assert!(result.passed && result.read_as_mention, "{result:?}");
     assert!(result.mention_score.is_some_and(|p| p < 0.5));
     // The frame was read in the same batch as the turn: two texts.
-    assert_eq!(encoder.embedded.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        encoder.embedded.load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
     let answer = guard
         .check_inputs(&[last_turn(&[
             Turn::user("What should I buy?"),
@@ -226,7 +229,10 @@ fn a_quoted_passage_in_a_users_question_is_read_as_mentioned_and_an_answer_is_re
         .remove(0)
         .expect("verdict");
     let result = &answer.results[0];
-    assert!(!result.passed && result.mention_score.is_none(), "{result:?}");
+    assert!(
+        !result.passed && result.mention_score.is_none(),
+        "{result:?}"
+    );
     // Without a question of its own the quote is the writer's own words.
     let wrapped = guard
         .check("'buy BBCA now it will double soon' my tip, trust me")
