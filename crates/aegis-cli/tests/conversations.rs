@@ -38,9 +38,9 @@ fn step(result: &Value, key: &str) -> String {
 }
 
 /// The assistant's answer is advice; the same words quoted in a user's question about the policy
-/// are mentioned, not given, and pass (`quotes: mentioned`), reported as such. An assistant that
-/// wraps the tip in a question of its own is still read whole, and a tip a user wraps in quotes
-/// with no question of their own still fails.
+/// are mentioned, not given, and pass (`quotes: mentioned`; a question that fails read whole says
+/// so in `read_as_mention`). An assistant that wraps the tip in a question of its own is still
+/// read whole, and a tip a user wraps in quotes with no question of their own still fails.
 #[test]
 fn an_assistants_stock_tip_fails_and_the_same_words_in_a_users_question_pass() {
     let results = check_conversations(&[
@@ -68,6 +68,9 @@ fn an_assistants_stock_tip_fails_and_the_same_words_in_a_users_question_pass() {
         json!([
             {"role": "user", "content": "\"Buy NVDA calls right now, they will double by March.\" Trust me."},
         ]),
+        json!([
+            {"role": "user", "content": "Someone in my group chat keeps posting 'buy DOGE now, 10x guaranteed'. Is that a scam?"},
+        ]),
     ]);
     for (answer, question) in [(0, 1), (2, 3)] {
         assert_eq!(
@@ -83,13 +86,21 @@ fn an_assistants_stock_tip_fails_and_the_same_words_in_a_users_question_pass() {
             "{}",
             results[question]
         );
-        assert_eq!(
-            results[question]["turns"][0]["read_as_mention"],
-            json!(["financial_advice"]),
-            "{}",
-            results[question]
-        );
     }
+    // Read whole, this question fails (0.72 on the shipped head); without the quote it passes,
+    // and the verdict says why.
+    assert_eq!(
+        step(&results[7], "financial_advice"),
+        "passed",
+        "{}",
+        results[7]
+    );
+    assert_eq!(
+        results[7]["turns"][0]["read_as_mention"],
+        json!(["financial_advice"]),
+        "{}",
+        results[7]
+    );
     assert_eq!(
         step(&results[4], "financial_advice"),
         "passed",
