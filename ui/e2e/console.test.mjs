@@ -294,9 +294,11 @@ test("a validator taught from examples decides by its head, learns a mark, and r
 
   await go("teach");
   await d.click(await d.waitFor(`[data-testid="teach-${key}"]`));
-  const versions = await d.execute(
-    "return [...document.querySelectorAll('[data-testid=head-version]')].map(r => Number(r.dataset.version))",
-  );
+  const listed = () =>
+    d.execute("return [...document.querySelectorAll('[data-testid=head-version]')].map(r => Number(r.dataset.version))");
+  // The version list loads after the validator is chosen: wait for both versions to be listed.
+  await d.waitFor('[data-testid="head-version"]', { accept: async () => (await listed()).length >= 2 }).catch(() => {});
+  const versions = await listed();
   assert.equal(versions.length, 2, JSON.stringify(versions));
   await d.click(await d.find(`[data-testid="revert-${versions[1]}"]`));
   await d.waitFor('[data-testid="teach-notice"]', { accept: async (id) => (await d.text(id)).includes("live again") });
@@ -321,7 +323,14 @@ test("a broken template shows its error inline while the other validators work",
     timeout: 15_000,
     accept: async (id) => (await d.text(id)).includes("broken"),
   });
-  const results = await check("Dasar goblok, otak udang kamu! Tolol banget.");
+  // The list reads the files; the guard reloads from the watcher's event. An earlier reload's
+  // event can refresh the list first, so check until the reloaded guard answers (or time out).
+  let results = [];
+  for (const deadline = Date.now() + 15_000; ; ) {
+    results = await check("Dasar goblok, otak udang kamu! Tolol banget.");
+    if (!results.some((r) => r.key === "spam") || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
   const keys = results.map((r) => r.key).sort();
   assert.deepEqual(keys, ["financial_advice", "harassment", "personal_data_request", "toxic"]);
   assert.equal(results.find((r) => r.key === "toxic")?.passed, false);
