@@ -43,6 +43,15 @@ impl RejectionMode {
     }
 }
 
+/// Why a head's decision came out as it did, where the context or a quote's reading changed it.
+#[derive(Clone, Copy)]
+struct Marks {
+    /// Failed only because of the context: the turn's own score passes.
+    caught_in_context: bool,
+    /// Passed only because a quoted passage was read as mentioned: read whole it fails.
+    read_as_mention: bool,
+}
+
 #[derive(Clone)]
 pub struct Guard {
     pub(crate) model: Arc<dyn LanguageModel>,
@@ -350,16 +359,23 @@ impl Guard {
                             Some(joined) => Some(head_score(head, Some(joined))?),
                             None => None,
                         };
-                    let learned = match (self.reading_for(v), in_context) {
+                    // The decision from the turn's own score, as this validator reads context.
+                    let decide = |own: f32| match (self.reading_for(v), in_context) {
                         (ContextReading::Joined, Some(p)) => p,
-                        (ContextReading::Higher, Some(p)) => p.max(alone),
-                        _ => alone,
+                        (ContextReading::Higher, Some(p)) => p.max(own),
+                        _ => own,
+                    };
+                    let fails = |p: f32| p >= v.threshold;
+                    let learned = decide(alone);
+                    let marks = Marks {
+                        caught_in_context: fails(learned) && in_context.is_some() && !fails(alone),
+                        read_as_mention: !fails(learned) && fails(decide(whole)),
                     };
                     let elapsed = analysis
                         .encoding
                         .as_ref()
                         .map_or(started.elapsed().as_secs_f64() * 1e3, |e| e.elapsed_ms);
-                    (Some((learned, elapsed, whole)), in_context, mention_score)
+                    (Some((learned, elapsed, marks)), in_context, mention_score)
                 }
                 None => (None, None, None),
             };
@@ -380,13 +396,9 @@ impl Guard {
                 prompt_score: answer.as_ref().map(|a| a.p_yes),
                 learned_score: learned.map(|(p, _, _)| p),
                 context_score,
-                caught_in_context: !passed
-                    && context_score.is_some()
-                    && learned.is_some_and(|(_, _, whole)| whole < v.threshold),
+                caught_in_context: learned.is_some_and(|(_, _, m)| m.caught_in_context),
                 mention_score,
-                read_as_mention: passed
-                    && mention_score.is_some()
-                    && learned.is_some_and(|(_, _, whole)| whole >= v.threshold),
+                read_as_mention: learned.is_some_and(|(_, _, m)| m.read_as_mention),
                 decided_by,
                 head_hash: head
                     .as_ref()

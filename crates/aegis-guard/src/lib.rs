@@ -33,7 +33,7 @@ pub use input::{
     answer_prompt, turn_from_parts, validate_conversation, GuardInput, Role, Turn, TurnsChecked,
 };
 pub use language::Language;
-pub use mention::{question_frame, QuoteReading};
+pub use mention::QuoteReading;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
 pub use template::{
     load_validators, AppliesTo, LoadedValidators, Rejection, Validator, CONTEXT_PLACEHOLDER,

@@ -40,23 +40,29 @@ const QUOTE_PAIRS: [(char, char); 5] = [
 /// The text with its quoted passages elided, when it has at least one and what is left is a
 /// question of its own (a `?` and at least three words); otherwise `None`, and the text is read
 /// whole. A mark opens a passage only at the start of a word and closes it only at the end of one.
-pub fn question_frame(text: &str) -> Option<String> {
+pub(crate) fn question_frame(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let word_char = |i: usize| chars.get(i).is_some_and(|c| c.is_alphanumeric());
     let mut frame = String::with_capacity(text.len());
     let mut elided = false;
+    // A mark whose search for a closer failed from one position fails from every later one (the
+    // candidates only shrink): it is not searched again, so the scan stays linear on any text.
+    let mut never_closed = [false; QUOTE_PAIRS.len()];
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         let opens = (i == 0 || !word_char(i - 1))
             && chars.get(i + 1).is_some_and(|next| !next.is_whitespace());
-        let closer = QUOTE_PAIRS
+        let pair = QUOTE_PAIRS
             .iter()
-            .find(|(open, _)| opens && *open == c)
-            .map(|&(_, close)| close);
-        let end = closer.and_then(|close| {
-            (i + 2..chars.len())
-                .find(|&j| chars[j] == close && !chars[j - 1].is_whitespace() && !word_char(j + 1))
+            .position(|&(open, _)| opens && open == c)
+            .filter(|&k| !never_closed[k]);
+        let end = pair.and_then(|k| {
+            let close = QUOTE_PAIRS[k].1;
+            let found = (i + 2..chars.len())
+                .find(|&j| chars[j] == close && !chars[j - 1].is_whitespace() && !word_char(j + 1));
+            never_closed[k] = found.is_none();
+            found
         });
         match end {
             Some(j) => {
@@ -125,5 +131,13 @@ mod tests {
         // No quotes at all, or a mark never closed.
         assert_eq!(question_frame("Should I buy PEPE now?"), None);
         assert_eq!(question_frame("Is it okay to say 'buy PEPE now?"), None);
+    }
+
+    #[test]
+    fn many_marks_never_closed_are_scanned_once() {
+        // 20,000 openers with no closer: a fresh search from each would be quadratic.
+        let text = "\"a ".repeat(20_000) + "is this 'ok'?";
+        let frame = question_frame(&text).expect("the closed quote at the end is elided");
+        assert!(frame.ends_with("is this …?"));
     }
 }
