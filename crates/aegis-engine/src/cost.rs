@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use candle_core::{DType, Tensor};
 
+use crate::config::Gemma3Config;
 use crate::engine::GemmaEngine;
 use crate::error::Result;
 use crate::language_model::Prompt;
@@ -96,7 +97,7 @@ impl std::ops::Add for ComputePlan {
 /// sees its position's keys (up to the window on sliding layers).
 fn token_flops(model: &Gemma3, batch: &PackedBatch, depth: usize) -> f64 {
     let cfg = model.config();
-    let (linear_per_layer, attention_per_key) = per_token_flops(model);
+    let (linear_per_layer, attention_per_key) = per_token_flops(model.config());
     let mut flops = 0.0;
     for &position in &batch.positions {
         for layer in 0..depth.min(cfg.num_layers) {
@@ -112,8 +113,7 @@ fn token_flops(model: &Gemma3, batch: &PackedBatch, depth: usize) -> f64 {
 }
 
 /// Per token and layer: the linear layers' FLOPs, and attention's per key seen.
-fn per_token_flops(model: &Gemma3) -> (f64, f64) {
-    let cfg = model.config();
+fn per_token_flops(cfg: &Gemma3Config) -> (f64, f64) {
     let (hidden, ffn) = (cfg.hidden_size as f64, cfg.intermediate_size as f64);
     let (q, kv) = (
         (cfg.num_heads * cfg.head_dim) as f64,
@@ -126,9 +126,8 @@ fn per_token_flops(model: &Gemma3) -> (f64, f64) {
 
 /// FLOPs of an encoder reading `tokens` tokens through its first `depth` layers: every token
 /// sees every other (bidirectional), within the window on sliding layers.
-pub(crate) fn encoder_flops(model: &Gemma3, tokens: usize, depth: usize) -> f64 {
-    let cfg = model.config();
-    let (linear_per_layer, attention_per_key) = per_token_flops(model);
+pub(crate) fn encoder_flops(cfg: &Gemma3Config, tokens: usize, depth: usize) -> f64 {
+    let (linear_per_layer, attention_per_key) = per_token_flops(cfg);
     let mut flops = 0.0;
     for layer in 0..depth.min(cfg.num_layers) {
         let keys: usize = (0..tokens)

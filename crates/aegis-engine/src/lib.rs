@@ -24,8 +24,8 @@ pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use encoder::{
-    default_encoder_dir, resolve_encoder, EmbeddingGemma, EncoderInfo, EncoderOutput,
-    EncoderReading, EncoderSpec, SentenceEncoder, ENCODER_DIR_ENV,
+    default_encoder_dir, resolve_encoder, EmbeddingGemma, EncoderArithmetic, EncoderInfo,
+    EncoderOutput, EncoderReading, EncoderSpec, SentenceEncoder, ENCODER_DIR_ENV,
 };
 pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};

@@ -14,7 +14,7 @@ use crate::cost::{encoder_flops, ComputePlan};
 use crate::engine::batch_or_one_by_one;
 use crate::error::{EngineError, Result};
 use crate::load_options::DeviceChoice;
-use crate::model::{EmbeddingStorage, Gemma3, WeightFormat};
+use crate::model::{CpuEncoder, EmbeddingStorage, Gemma3, WeightFormat};
 use crate::source::WeightFiles;
 use crate::tokenizer::{GemmaTokenizer, Segment};
 
@@ -25,8 +25,49 @@ const TASK: &str = "Classification";
 /// products stay large enough to run near the machine's GEMM rate.
 const BATCH_TOKENS: usize = 512;
 
+/// How the encoder's layers are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EncoderArithmetic {
+    /// The device's fastest: on the CPU the packed bfloat16 kernels (`aegis-kernels`), on a GPU
+    /// candle in bf16.
+    #[default]
+    Fast,
+    /// candle in f32 throughout: the arithmetic of the model's reference implementation, for
+    /// checking the model itself (and the fast path against it).
+    Exact,
+}
+
+/// The transformer under the pooling: candle's forward pass, or the packed CPU kernels.
+enum Backbone {
+    Candle(Gemma3),
+    Kernels(CpuEncoder),
+}
+
+impl Backbone {
+    fn config(&self) -> &crate::config::Gemma3Config {
+        match self {
+            Self::Candle(model) => model.config(),
+            Self::Kernels(model) => model.config(),
+        }
+    }
+
+    fn forward_independent_taps(&self, batch: &[&[u32]], taps: &[usize]) -> Result<Vec<Tensor>> {
+        match self {
+            Self::Candle(model) => model.forward_independent_taps(batch, taps),
+            Self::Kernels(model) => model.forward_independent_taps(batch, taps),
+        }
+    }
+
+    fn final_normed(&self, residual: &Tensor) -> Result<Tensor> {
+        match self {
+            Self::Candle(model) => model.final_normed(residual),
+            Self::Kernels(model) => model.final_normed(residual),
+        }
+    }
+}
+
 pub struct EmbeddingGemma {
-    model: Gemma3,
+    model: Backbone,
     tokenizer: GemmaTokenizer,
     /// Projections after pooling, `[out, in]` each, applied in order.
     dense: Vec<Tensor>,
@@ -91,6 +132,15 @@ impl EmbeddingGemma {
     /// Loads the folder on `device`. Every module it lists must be one we implement as
     /// sentence-transformers does; anything else is refused rather than approximated.
     pub fn load(folder: &Path, device: DeviceChoice) -> Result<Self> {
+        Self::load_with(folder, device, EncoderArithmetic::Fast)
+    }
+
+    /// [`Self::load`] with the arithmetic chosen.
+    pub fn load_with(
+        folder: &Path,
+        device: DeviceChoice,
+        arithmetic: EncoderArithmetic,
+    ) -> Result<Self> {
         let started = Instant::now();
         let (device, device_name) = device.open()?;
         let modules: Vec<ModuleEntry> = read_json(&folder.join("modules.json"))?;
@@ -178,6 +228,13 @@ impl EmbeddingGemma {
             EmbeddingStorage::Dense(format.activation_dtype())
         };
         let model = Gemma3::load_encoder(&weights, format, embedding, &device)?;
+        let (model, layers_format) = if device.is_cpu() && arithmetic == EncoderArithmetic::Fast {
+            let packed = CpuEncoder::pack(model)?;
+            let name = format!("bf16 layers ({} kernels)", packed.kernel().name());
+            (Backbone::Kernels(packed), name)
+        } else {
+            (Backbone::Candle(model), format!("{} layers", format.name()))
+        };
         let hidden = model.config().hidden_size;
         let dimensions = dense.iter().try_fold(hidden, |width, weight| {
             let (out, inp) = weight.dims2()?;
@@ -198,7 +255,7 @@ impl EmbeddingGemma {
             context_length: model.config().context_length,
             layers: model.config().num_layers,
             device: device_name,
-            weight_format: format!("{} layers, {embedding:?} embedding", format.name()),
+            weight_format: format!("{layers_format}, {embedding:?} embedding"),
         };
         tracing::info!(encoder = %info.id, elapsed_ms = started.elapsed().as_millis() as u64, "encoder loaded");
         Ok(Self {
@@ -336,7 +393,7 @@ impl SentenceEncoder for EmbeddingGemma {
         Ok(ComputePlan {
             prompt_tokens: tokens,
             computed_tokens: if depth == 0 { 0 } else { tokens },
-            flops: encoder_flops(&self.model, tokens, depth),
+            flops: encoder_flops(self.model.config(), tokens, depth),
         })
     }
 }

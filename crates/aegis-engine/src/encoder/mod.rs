@@ -5,7 +5,7 @@
 mod embedding_gemma;
 mod source;
 
-pub use embedding_gemma::EmbeddingGemma;
+pub use embedding_gemma::{EmbeddingGemma, EncoderArithmetic};
 pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec, ENCODER_DIR_ENV};
 
 use crate::cost::ComputePlan;

@@ -2,6 +2,7 @@
 //! candle-transformers'): GELU-tanh GeGLU, QK-norm, sliding-window attention on local layers,
 //! per-layer-type RoPE, and a KV cache owned by the caller so prefixes can be snapshotted.
 
+mod cpu_encoder;
 mod kv_cache;
 mod load;
 mod rope;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
+pub use cpu_encoder::CpuEncoder;
 pub use kv_cache::KvCache;
 pub use load::{EmbeddingStorage, WeightFormat};
 use rope::Rope;
