@@ -93,7 +93,8 @@ pub(super) fn print_report(report: &Value) {
         .map(|r| r["c_fast"]["p50_ms"].clone())
         .unwrap_or(Value::Null);
     println!(
-        "\n## Floor\n\nmatmul rate {:.0} GFLOP/s; the short message's fast-path work is {:.1} GFLOP, a floor of {} ms; (c) p50 is {} the floor.",
+        "\n## Floor\n\nmatmul rate ({} layers) {:.0} GFLOP/s; the short message's fast-path work is {:.1} GFLOP, a floor of {} ms; (c) p50 is {} the floor.",
+        report["matmul_of"].as_str().unwrap_or("the model's"),
         report["matmul_gflops"].as_f64().unwrap_or(0.0),
         lengths.first().and_then(|r| r["flops"].as_f64()).unwrap_or(0.0) / 1e9,
         format_args!("{:.1}", report["floor_short_ms"].as_f64().unwrap_or(0.0)),

@@ -396,6 +396,14 @@ impl SentenceEncoder for EmbeddingGemma {
             flops: encoder_flops(self.model.config(), tokens, depth),
         })
     }
+
+    fn matmul_gflops(&self, duration: std::time::Duration) -> Option<f64> {
+        match &self.model {
+            Backbone::Kernels(model) => Some(model.matmul_gflops(duration)),
+            // candle's GEMM is the decoder's: the engine measures it.
+            Backbone::Candle(_) => None,
+        }
+    }
 }
 
 /// `embeddinggemma-300m` for the default folder, else the folder's (or hub repo's) name.

@@ -100,4 +100,11 @@ pub trait SentenceEncoder: Send + Sync {
     /// The work of reading `text` as `reading` asks (task prompt and special tokens included):
     /// the bench's measure of the encoder's share of a verdict.
     fn plan(&self, text: &str, reading: &EncoderReading) -> Result<ComputePlan>;
+
+    /// The rate its layers' matrix products sustain, in GFLOP/s over about `duration`, on its
+    /// own feed-forward shape: the bench's floor for a verdict the encoder decides. `None` where
+    /// it cannot be measured (a remote or fake encoder).
+    fn matmul_gflops(&self, _duration: std::time::Duration) -> Option<f64> {
+        None
+    }
 }

@@ -200,6 +200,41 @@ impl CpuEncoder {
             .collect()
     }
 
+    /// The rate the kernels sustain on a 512-row block through the first layer's gate and up
+    /// projections, in GFLOP/s over about `duration`.
+    pub fn matmul_gflops(&self, duration: std::time::Duration) -> f64 {
+        let Some(layer) = self.layers.first() else {
+            return 0.0;
+        };
+        let (rows, matrix) = (512, &layer.gate_up);
+        let a: Vec<f32> = (0..rows * matrix.inputs())
+            .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+            .collect();
+        let mut c = vec![0f32; rows * matrix.outputs()];
+        let mut product = || {
+            let width = matrix.outputs();
+            matmul(
+                self.kernel,
+                &a,
+                rows,
+                matrix.inputs(),
+                matrix,
+                &mut c,
+                width,
+                true,
+            );
+        };
+        product(); // warm-up
+        let started = std::time::Instant::now();
+        let mut runs = 0u32;
+        while started.elapsed() < duration || runs < 3 {
+            product();
+            runs += 1;
+        }
+        let flops = 2.0 * (rows * matrix.outputs() * matrix.inputs()) as f64 * f64::from(runs);
+        flops / started.elapsed().as_secs_f64() / 1e9
+    }
+
     /// The final norm of a residual stream after the last layer.
     pub fn final_normed(&self, residual: &Tensor) -> Result<Tensor> {
         self.final_norm.forward(residual)
