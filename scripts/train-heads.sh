@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Retrains the shipped heads in prompt_guard/heads/ from the permissive training data there, and
-# sets each validator's threshold to the highest recall that flags at most 1.5% of the benign rows
-# on out-of-fold scores.
+# sets each validator's threshold to the highest recall that flags at most 1% of the benign rows
+# on out-of-fold scores: the budget of 4% of benign messages flagged by any validator,
+# shared by the four (at 1.5% each the four together flagged 4.8% of the held-out benign rows;
+# at 1% they flag 3.5%; README, "Benign budget").
 # Every choice (regularisation, layers, threshold) is made on folds that hold out whole sources
 # (`--validation by-source`, the default): a user's traffic comes from sources no head saw, and
 # random folds, which put one source on both sides of a split, overstate what it will see. The
@@ -41,5 +43,5 @@ cargo run --release --locked -p aegis-cli -- train \
     --data prompt_guard/heads/benign-real.jsonl \
     --layers "$layers" \
     --tune-thresholds \
-    --benign-budget 0.015 \
+    --benign-budget 0.01 \
     "$@"
