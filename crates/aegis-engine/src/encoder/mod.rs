@@ -27,8 +27,9 @@ pub struct EncoderInfo {
     /// Transformer layers: a reading may stop after any of them (see [`EncoderReading`]).
     pub layers: usize,
     pub device: String,
-    /// How the weights are held (`f32 layers, Q8_0 embedding` on CPU): embeddings differ in
-    /// their last digits between storages, so cached features are keyed by it.
+    /// How the weights are held and run (`bf16 layers (avx512-bf16 kernels), Q8_0 embedding` on
+    /// CPU): embeddings differ in their last digits between these, so cached features are keyed
+    /// by it.
     pub weight_format: String,
 }
 
