@@ -7,10 +7,7 @@ use std::time::Instant;
 use aegis_kernels::{matmul, Bf16Matrix, KernelKind};
 
 fn main() {
-    let mut kinds = vec![KernelKind::Portable];
-    if KernelKind::detect() != KernelKind::Portable {
-        kinds.push(KernelKind::detect());
-    }
+    let kinds = KernelKind::supported();
     // (rows, outputs, inputs): a short message's q/k/v, o, gate/up and down; then a batch of them
     // and one 1,000-token text.
     let shapes = [

@@ -28,13 +28,31 @@ const BATCH_TOKENS: usize = 512;
 /// How the encoder's layers are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EncoderArithmetic {
-    /// The device's fastest: on the CPU the packed bfloat16 kernels (`aegis-kernels`), on a GPU
-    /// candle in bf16.
+    /// The device's fastest: on a CPU with AVX-512 BF16 the packed bfloat16 kernels
+    /// (`aegis-kernels`, 3 to 5 times candle's f32 here), on other CPUs candle in f32 (the
+    /// kernels' portable code is slower than candle's f32 GEMM there), on a GPU candle in bf16.
     #[default]
     Fast,
     /// candle in f32 throughout: the arithmetic of the model's reference implementation, for
     /// checking the model itself (and the fast path against it).
     Exact,
+    /// The packed bfloat16 kernels whatever the CPU (portable code without AVX-512 BF16): what
+    /// the tests compare with `Exact` on any machine.
+    Kernels,
+}
+
+impl EncoderArithmetic {
+    /// Whether this choice runs the packed kernels on `device`.
+    fn uses_kernels(self, device: &candle_core::Device) -> bool {
+        device.is_cpu()
+            && match self {
+                Self::Fast => {
+                    aegis_kernels::KernelKind::detect() != aegis_kernels::KernelKind::Portable
+                }
+                Self::Exact => false,
+                Self::Kernels => true,
+            }
+    }
 }
 
 /// The transformer under the pooling: candle's forward pass, or the packed CPU kernels.
@@ -228,7 +246,7 @@ impl EmbeddingGemma {
             EmbeddingStorage::Dense(format.activation_dtype())
         };
         let model = Gemma3::load_encoder(&weights, format, embedding, &device)?;
-        let (model, layers_format) = if device.is_cpu() && arithmetic == EncoderArithmetic::Fast {
+        let (model, layers_format) = if arithmetic.uses_kernels(&device) {
             let packed = CpuEncoder::pack(model)?;
             let name = format!("bf16 layers ({} kernels)", packed.kernel().name());
             (Backbone::Kernels(packed), name)
