@@ -17,7 +17,7 @@ use aegis_kernels::elementwise::{
 use aegis_kernels::{matmul, Bf16Matrix, KernelKind};
 
 use super::rope::Rope;
-use super::{Embedding, Gemma3, Output, RmsNorm};
+use super::{in_tap_order, Embedding, Gemma3, Output, RmsNorm};
 use crate::config::Gemma3Config;
 use crate::error::{EngineError, Result};
 
@@ -186,18 +186,7 @@ impl CpuEncoder {
                 ));
             }
         }
-        taps.iter()
-            .map(|tap| {
-                tapped
-                    .iter()
-                    .find(|(layer, _)| layer == tap)
-                    .map(|(_, t)| t.clone())
-                    .ok_or(EngineError::UnknownLayer {
-                        layer: *tap,
-                        layers: self.layers.len(),
-                    })
-            })
-            .collect()
+        in_tap_order(taps, &tapped, self.layers.len())
     }
 
     /// The rate the kernels sustain on a 512-row block through the first layer's gate and up

@@ -425,19 +425,7 @@ impl Gemma3 {
         }
         match output {
             Output::Final => Ok(vec![self.final_norm.forward(&xs)?]),
-            Output::Taps(taps) => taps
-                .iter()
-                .map(|tap| {
-                    tapped
-                        .iter()
-                        .find(|(layer, _)| layer == tap)
-                        .map(|(_, t)| t.clone())
-                        .ok_or(EngineError::UnknownLayer {
-                            layer: *tap,
-                            layers: self.layers.len(),
-                        })
-                })
-                .collect(),
+            Output::Taps(taps) => in_tap_order(taps, &tapped, self.layers.len()),
         }
     }
 
@@ -579,6 +567,22 @@ impl Gemma3 {
         let len = hidden.dim(0)?;
         Ok(hidden.get(len - 1)?)
     }
+}
+
+/// The residual streams `tapped` (layer, stream) in the order `taps` asked for them.
+fn in_tap_order(taps: &[usize], tapped: &[(usize, Tensor)], layers: usize) -> Result<Vec<Tensor>> {
+    taps.iter()
+        .map(|tap| {
+            tapped
+                .iter()
+                .find(|(layer, _)| layer == tap)
+                .map(|(_, t)| t.clone())
+                .ok_or(EngineError::UnknownLayer {
+                    layer: *tap,
+                    layers,
+                })
+        })
+        .collect()
 }
 
 /// Softmax over two logits: P(first).
