@@ -111,21 +111,28 @@ fn embeddings_match_the_float64_oracle_within_its_own_float32_error() {
 
 #[test]
 fn a_batch_gives_each_text_what_it_gets_alone() {
-    let encoder = encoder();
     let texts = [
         "makasih kak",
         "you are a worthless idiot and everyone hates you",
+        "Halo kak, pesanan no. 230915-KX77 belum sampai, resinya JX9981 ya",
     ];
+    // On the kernels every row's sums run in the same order whatever the batch, so a text's
+    // embedding is the same bits alone or batched: cached features and retraining depend on it.
+    let encoder = kernel_encoder();
     let together = encoder.embed_batch(&texts);
     for (text, together) in texts.iter().zip(together) {
         let alone = encoder.embed_batch(&[text]).remove(0).expect("embeds");
-        let together = together.expect("embeds");
+        assert_eq!(alone, together.expect("embeds"), "{text:?}");
+    }
+    // candle's f32 GEMM blocks by row count: the same arithmetic, summed in another order.
+    let exact = exact_encoder();
+    for (text, together) in texts.iter().zip(exact.embed_batch(&texts)) {
+        let alone = exact.embed_batch(&[text]).remove(0).expect("embeds");
         let gap = alone
             .iter()
-            .zip(&together)
+            .zip(&together.expect("embeds"))
             .map(|(a, b)| (a - b).abs())
             .fold(0f32, f32::max);
-        // Same arithmetic on the same rows; only the GEMM's blocking over more rows differs.
         assert!(gap < 1e-5, "{text:?}: batch and alone differ by {gap}");
     }
 }

@@ -361,10 +361,20 @@ impl EmbeddingGemma {
                 .iter()
                 .position(|&t| t == last)
                 .unwrap_or(taps.len() - 1);
-            let mut x = pooled(&self.model.final_normed(&streams[at_last])?)?;
-            for weight in &self.dense {
-                x = x.matmul(&weight.t()?)?;
+            let pooled = pooled(&self.model.final_normed(&streams[at_last])?)?;
+            // Each text's projections alone: a matrix product's blocking follows its row count,
+            // and a text's embedding must not depend on the batch it was read in (cached
+            // features, bit-for-bit retraining). Two vector-matrix products a text cost nothing
+            // beside its layers.
+            let mut projected = Vec::with_capacity(batch.len());
+            for row in 0..batch.len() {
+                let mut x = pooled.narrow(0, row, 1)?;
+                for weight in &self.dense {
+                    x = x.matmul(&weight.t()?)?;
+                }
+                projected.push(x);
             }
+            let mut x = Tensor::cat(&projected, 0)?;
             if self.normalize {
                 let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?;
                 x = x.broadcast_div(&norm.maximum(1e-12)?)?;
