@@ -16,9 +16,6 @@ use crate::console::{lock, Console, ConsoleEvent};
 use crate::error::ConsoleError;
 use crate::templates;
 
-/// Share of benign rows a trained head's threshold may flag (the shipped heads' budget: four
-/// validators within 4% of benign traffic together; scripts/train-heads.sh).
-const BENIGN_BUDGET: f64 = 0.01;
 /// Positive examples a new validator needs before it can be created.
 pub const MIN_NEW_POSITIVES: usize = 20;
 /// Rows of the latest evaluation run whose verdicts a new head's flips are looked for in.
@@ -296,7 +293,7 @@ impl Console {
                 flip_candidates,
                 current,
                 cache: Some(&cache),
-                benign_budget: BENIGN_BUDGET,
+                benign_budget: aegis_teach::BENIGN_BUDGET,
             };
             aegis_teach::fit_head(&guard, request, &progress)
         })

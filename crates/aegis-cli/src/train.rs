@@ -79,8 +79,8 @@ pub struct TrainArgs {
     /// measured by nested cross-validation, and write it into the template's front matter.
     #[arg(long)]
     pub tune_thresholds: bool,
-    /// Share of benign rows a tuned threshold may flag.
-    #[arg(long, default_value_t = 0.02)]
+    /// Share of benign rows a tuned threshold may flag (default: the shipped heads' budget).
+    #[arg(long, default_value_t = aegis_teach::BENIGN_BUDGET)]
     pub benign_budget: f64,
     /// Report only; write no heads.
     #[arg(long)]

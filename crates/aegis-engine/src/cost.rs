@@ -64,21 +64,34 @@ impl GemmaEngine {
         let a = Tensor::randn(0f32, 1.0, (rows, cfg.hidden_size), device)?.to_dtype(dtype)?;
         let b = Tensor::randn(0f32, 1.0, (cfg.hidden_size, cfg.intermediate_size), device)?
             .to_dtype(dtype)?;
-        a.matmul(&b)?.to_dtype(DType::F32)?; // warm-up
-        let started = Instant::now();
-        let mut runs = 0u32;
-        while started.elapsed() < duration || runs < 3 {
+        let flops = 2.0 * (rows * cfg.hidden_size * cfg.intermediate_size) as f64;
+        sustained_gflops(duration, flops, || {
             // Reading one element back waits for the device to finish.
             a.matmul(&b)?
                 .get(0)?
                 .get(0)?
                 .to_dtype(DType::F32)?
                 .to_scalar::<f32>()?;
-            runs += 1;
-        }
-        let flops = 2.0 * (rows * cfg.hidden_size * cfg.intermediate_size) as f64 * runs as f64;
-        Ok(flops / started.elapsed().as_secs_f64() / 1e9)
+            Ok(())
+        })
     }
+}
+
+/// GFLOP/s of `run` (`flops_per_run` each), repeated for at least `duration` and 3 runs after
+/// one warm-up run.
+pub(crate) fn sustained_gflops(
+    duration: Duration,
+    flops_per_run: f64,
+    mut run: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    run()?;
+    let started = Instant::now();
+    let mut runs = 0u32;
+    while started.elapsed() < duration || runs < 3 {
+        run()?;
+        runs += 1;
+    }
+    Ok(flops_per_run * f64::from(runs) / started.elapsed().as_secs_f64() / 1e9)
 }
 
 impl std::ops::Add for ComputePlan {

@@ -107,11 +107,6 @@ impl Bf16Matrix {
         self.inputs
     }
 
-    /// Memory the packed weights take.
-    pub fn bytes(&self) -> usize {
-        self.data.len() * 4
-    }
-
     fn pairs(&self) -> usize {
         self.inputs.div_ceil(2)
     }

@@ -12,5 +12,4 @@ mod bf16;
 pub mod elementwise;
 mod gemm;
 
-pub use bf16::{bf16_bits, bf16_to_f32};
 pub use gemm::{matmul, Bf16Matrix, KernelKind};

@@ -13,6 +13,11 @@ pub use data::{
     TrainingFiles,
 };
 pub use error::{Result, TeachError};
+
+/// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four
+/// validators within 4% of benign traffic together; README, "Benign budget"), and the default for
+/// heads a team trains, in the Teach view or with `aegis train --tune-thresholds`.
+pub const BENIGN_BUDGET: f64 = 0.01;
 pub use fit::{
     fit_head, FitRequest, HeadFlip, LanguageFigures, Progress, TaughtHead, TeachFigures,
 };

@@ -17,8 +17,9 @@ use aegis_kernels::elementwise::{
 use aegis_kernels::{matmul, Bf16Matrix, KernelKind};
 
 use super::rope::Rope;
-use super::{in_tap_order, Embedding, Gemma3, Output, RmsNorm};
+use super::{check_sequence, in_tap_order, Embedding, Gemma3, Output, RmsNorm};
 use crate::config::Gemma3Config;
+use crate::cost::sustained_gflops;
 use crate::error::{EngineError, Result};
 
 struct PackedLayer {
@@ -147,15 +148,7 @@ impl CpuEncoder {
         let mut positions = Vec::new();
         let mut spans = Vec::with_capacity(sequences.len());
         for sequence in sequences {
-            if sequence.is_empty() {
-                return Err(EngineError::EmptyPrompt);
-            }
-            if sequence.len() > cfg.context_length {
-                return Err(EngineError::ContextExceeded {
-                    prompt_tokens: sequence.len(),
-                    limit: cfg.context_length,
-                });
-            }
+            check_sequence(sequence.len(), cfg.context_length)?;
             spans.push(tokens.len()..tokens.len() + sequence.len());
             tokens.extend_from_slice(sequence);
             positions.extend(0..sequence.len());
@@ -200,7 +193,8 @@ impl CpuEncoder {
             .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
             .collect();
         let mut c = vec![0f32; rows * matrix.outputs()];
-        let mut product = || {
+        let flops = 2.0 * (rows * matrix.outputs() * matrix.inputs()) as f64;
+        let product = || {
             let width = matrix.outputs();
             matmul(
                 self.kernel,
@@ -212,16 +206,10 @@ impl CpuEncoder {
                 width,
                 true,
             );
+            Ok(())
         };
-        product(); // warm-up
-        let started = std::time::Instant::now();
-        let mut runs = 0u32;
-        while started.elapsed() < duration || runs < 3 {
-            product();
-            runs += 1;
-        }
-        let flops = 2.0 * (rows * matrix.outputs() * matrix.inputs()) as f64 * f64::from(runs);
-        flops / started.elapsed().as_secs_f64() / 1e9
+        // The kernels cannot fail: a rate is always measured.
+        sustained_gflops(duration, flops, product).unwrap_or(0.0)
     }
 
     /// The final norm of a residual stream after the last layer.

@@ -235,15 +235,7 @@ impl Gemma3 {
         let mut groups = Vec::with_capacity(sequences.len());
         for sequence in sequences {
             let (start, len) = (tokens.len(), sequence.len());
-            if len == 0 {
-                return Err(EngineError::EmptyPrompt);
-            }
-            if len > cfg.context_length {
-                return Err(EngineError::ContextExceeded {
-                    prompt_tokens: len,
-                    limit: cfg.context_length,
-                });
-            }
+            check_sequence(len, cfg.context_length)?;
             tokens.extend_from_slice(sequence);
             positions.extend(0..len);
             // Bidirectional attention within one sequence hides nothing but what lies beyond the
@@ -567,6 +559,20 @@ impl Gemma3 {
         let len = hidden.dim(0)?;
         Ok(hidden.get(len - 1)?)
     }
+}
+
+/// A sequence an encoder reads on its own: not empty, within the context.
+fn check_sequence(len: usize, limit: usize) -> Result<()> {
+    if len == 0 {
+        return Err(EngineError::EmptyPrompt);
+    }
+    if len > limit {
+        return Err(EngineError::ContextExceeded {
+            prompt_tokens: len,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 /// The residual streams `tapped` (layer, stream) in the order `taps` asked for them.
