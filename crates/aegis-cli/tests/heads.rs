@@ -75,29 +75,12 @@ fn shipped_heads_rank_the_obvious_cases() {
     assert_eq!(both.matches("      - ").count(), 0, "{both}");
 }
 
-/// Everyday messages of the kinds the heads once flagged on unseen traffic (issue "Verdicts that
-/// hold on traffic nobody here wrote"), written for this test and in no training file: short
-/// acknowledgements and customer-service messages with an order number and a link pass every
-/// validator in each language, and a clear insult in each language fails toxic.
-#[test]
-fn everyday_messages_pass_and_clear_insults_fail_in_each_language() {
-    let passing = [
-        "ok thanks!",
-        "sounds good, see you then",
-        "oke makasih ya",
-        "sip, ditunggu kabarnya",
-        "Hi, my order #A-558210 hasn't arrived yet, the tracking page \
-         https://track.example.com/A-558210 says it left the warehouse last week. Can you check?",
-        "Kak, pesanan no. 230915-KX77 belum sampai, resinya JX9981 bisa dicek di \
-         https://cekresi.example.id ya",
-    ];
-    let insults = [
-        "you are a pathetic moron and nobody wants you here",
-        "dasar tolol, otak kamu di dengkul ya",
-    ];
+/// Checks `passing` and `insults` in one `aegis check --file` run: every passing message passes
+/// every validator, and every insult fails toxic.
+fn every_one_passes_and_each_insult_fails_toxic(passing: &[&str], insults: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("messages.txt");
-    let lines: Vec<&str> = passing.iter().chain(&insults).copied().collect();
+    let lines: Vec<&str> = passing.iter().chain(insults).copied().collect();
     std::fs::write(&file, lines.join("\n")).expect("write messages");
     let out = aegis(&["check", "--no-history", "--file", &file.to_string_lossy()]);
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
@@ -120,6 +103,46 @@ fn everyday_messages_pass_and_clear_insults_fail_in_each_language() {
             assert_eq!(toxic["status"], "failed", "{text:?}: {}", result["scores"]);
         }
     }
+}
+
+/// Everyday messages of the kinds the heads once flagged on unseen traffic (issue "Verdicts that
+/// hold on traffic nobody here wrote"), written for this test and in no training file: short
+/// acknowledgements and customer-service messages with an order number and a link pass every
+/// validator in each language, and a clear insult in each language fails toxic.
+#[test]
+fn everyday_messages_pass_and_clear_insults_fail_in_each_language() {
+    let passing = [
+        "ok thanks!",
+        "sounds good, see you then",
+        "oke makasih ya",
+        "sip, ditunggu kabarnya",
+        "Hi, my order #A-558210 hasn't arrived yet, the tracking page \
+         https://track.example.com/A-558210 says it left the warehouse last week. Can you check?",
+        "Kak, pesanan no. 230915-KX77 belum sampai, resinya JX9981 bisa dicek di \
+         https://cekresi.example.id ya",
+    ];
+    let insults = [
+        "you are a pathetic moron and nobody wants you here",
+        "dasar tolol, otak kamu di dengkul ya",
+    ];
+    every_one_passes_and_each_insult_fails_toxic(&passing, &insults);
+}
+
+#[test]
+fn a_report_quoting_an_insult_passes_and_the_insult_said_fails_in_each_language() {
+    // Written for this test (none is in the training data); toxic and harassment read quotes as
+    // reported, so the report is also read with the insult elided.
+    let insults = [
+        "you are a worthless idiot",
+        "dasar goblok, kamu nggak berguna",
+    ];
+    let reports = [
+        "Someone in my class group chat keeps sending me \"you are a worthless idiot\". How do I report them?",
+        "A stranger replied \"you are a worthless idiot\" under all my photos, I have screenshots of every one.",
+        "Ada yang terus kirim \"dasar goblok, kamu nggak berguna\" ke aku di grup kelas. Cara laporinnya gimana?",
+        "Teman sekantor bilang \"dasar goblok, kamu nggak berguna\" di depan semua orang, aku mau lapor ke HRD.",
+    ];
+    every_one_passes_and_each_insult_fails_toxic(&reports, &insults);
 }
 
 #[test]

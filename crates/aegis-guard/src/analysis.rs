@@ -8,7 +8,7 @@ use crate::error::{GuardError, Result};
 use crate::guard::Guard;
 use crate::heads::{encoding_prompt, layers_read};
 use crate::input::{GuardInput, Role};
-use crate::mention::{question_frame, QuoteReading};
+use crate::mention::{quoted_frame, QuoteReading};
 
 /// The encoder's readings of a batch's runnable turns, by position among them (see
 /// [`Guard::read_encoder`]).
@@ -16,6 +16,8 @@ struct EncoderReads {
     alone: Vec<Option<Result<EncoderOutput>>>,
     joined: Vec<Option<Result<EncoderOutput>>>,
     frame: Vec<Option<Result<EncoderOutput>>>,
+    /// Whether each frame read asks a question (`quotes: mentioned` reads only those).
+    frame_is_question: Vec<bool>,
 }
 
 /// What the model said about one turn: the shared encoding where a head reads it, and each
@@ -28,9 +30,11 @@ pub struct Analysis {
     /// What the encoder read of the turn joined to its context, where the turn has context and
     /// the heads read it (see [`ContextReading`]).
     pub context_output: Option<EncoderOutput>,
-    /// What the encoder read of a user's question with its quoted passages elided, where it
-    /// quotes something and a head reads quotes as mentioned (see [`QuoteReading`]).
+    /// What the encoder read of a user's question or report with its quoted passages elided,
+    /// where it quotes something and a head reads quotes as mentioned (see [`QuoteReading`]).
     pub frame_output: Option<EncoderOutput>,
+    /// Whether that frame asks a question (`quotes: mentioned` reads only those).
+    pub frame_is_question: bool,
     /// Per validator, in validator order; `None` where the prompt did not run.
     pub prompt_scores: Vec<Option<Scored>>,
     /// The checked turn and the context read with it.
@@ -85,6 +89,7 @@ impl Guard {
             alone: embeddings,
             joined: in_context,
             frame: frames,
+            frame_is_question,
         } = self.read_encoder(inputs, &runnable, &turns);
         let prompted: Vec<Vec<usize>> = turns
             .iter()
@@ -121,12 +126,20 @@ impl Guard {
             .into_iter()
             .zip(embeddings)
             .zip(in_context)
-            .zip(frames)
+            .zip(frames.into_iter().zip(frame_is_question))
             .zip(scores)
             .zip(prompted)
             .zip(turns);
-        for (&i, ((((((encoding, embedding), in_context), frame), scored), prompted), turn)) in
-            runnable.iter().zip(per_input)
+        for (
+            &i,
+            (
+                (
+                    ((((encoding, embedding), in_context), (frame, frame_is_question)), scored),
+                    prompted,
+                ),
+                turn,
+            ),
+        ) in runnable.iter().zip(per_input)
         {
             let analysis = (|| {
                 let mut prompt_scores = vec![None; self.validators.len()];
@@ -138,6 +151,7 @@ impl Guard {
                     encoder_output: embedding.transpose()?,
                     context_output: in_context.transpose()?,
                     frame_output: frame.transpose()?,
+                    frame_is_question,
                     prompt_scores,
                     turn,
                 })
@@ -188,8 +202,8 @@ impl Guard {
     }
 
     /// The encoder's readings of each runnable turn, of the turn joined to its context where it
-    /// has context and the heads read it, and of a user's question without its quotes where a
-    /// head reads them as mentioned: all in one batch.
+    /// has context and the heads read it, and of a user's question or report without its quotes
+    /// where a head reads them as mentioned: all in one batch.
     fn read_encoder(
         &self,
         inputs: &[GuardInput],
@@ -201,6 +215,7 @@ impl Guard {
             alone: none(),
             joined: none(),
             frame: none(),
+            frame_is_question: vec![false; runnable.len()],
         };
         let reading = self.encoder_reading();
         let Some(encoder) = self.encoder.as_ref().filter(|_| !reading.is_empty()) else {
@@ -217,7 +232,7 @@ impl Guard {
                 .map(|(v, _)| v)
         };
         let reads_context = encoder_heads().any(|v| self.reading_for(v) != ContextReading::Turn);
-        let reads_mentions = encoder_heads().any(|v| v.quote_reading == QuoteReading::Mentioned);
+        let quote_readings: Vec<QuoteReading> = encoder_heads().map(|v| v.quote_reading).collect();
         let mut texts: Vec<String> = runnable
             .iter()
             .map(|&i| inputs[i].text().to_string())
@@ -230,12 +245,16 @@ impl Guard {
         }
         let mut with_frame = Vec::new();
         for (r, turn) in turns.iter().enumerate() {
-            if !reads_mentions || turn.role != Role::User {
+            if turn.role != Role::User || quote_readings.iter().all(|&q| q == QuoteReading::Said) {
                 continue;
             }
-            if let Some(frame) = question_frame(inputs[runnable[r]].text()) {
+            let Some(frame) = quoted_frame(inputs[runnable[r]].text()) else {
+                continue;
+            };
+            if quote_readings.iter().any(|q| q.reads(frame.is_question)) {
                 with_frame.push(r);
-                texts.push(frame);
+                reads.frame_is_question[r] = frame.is_question;
+                texts.push(frame.text);
             }
         }
         let batch: Vec<&str> = texts.iter().map(String::as_str).collect();

@@ -47,8 +47,8 @@ pub struct TurnVerdict {
     pub context_cut: usize,
     /// Validators that failed it only because of its context.
     pub caught_in_context: Vec<String>,
-    /// Validators it passed only because a quoted passage in the user's question was read as
-    /// mentioned, not said (`quotes: mentioned`).
+    /// Validators it passed only because a quoted passage in the user's question or report was
+    /// read as mentioned, not said (`quotes: mentioned` or `reported`).
     pub read_as_mention: Vec<String>,
 }
 

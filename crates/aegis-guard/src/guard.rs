@@ -15,7 +15,6 @@ use crate::heads::{
 };
 use crate::input::{GuardInput, Role};
 use crate::language::Language;
-use crate::mention::QuoteReading;
 use crate::template::{load_validators, LoadedValidators, Validator};
 pub use crate::verdict::{
     ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
@@ -342,8 +341,8 @@ impl Guard {
                 head.probability(&input)
                     .map_err(|e| head_failed(e.to_string()))
             };
-            let reads_frame =
-                v.quote_reading == QuoteReading::Mentioned && analysis.turn.role == Role::User;
+            let reads_frame = analysis.turn.role == Role::User
+                && v.quote_reading.reads(analysis.frame_is_question);
             let (learned, context_score, mention_score) = match head {
                 Some(head) => {
                     let whole = head_score(head, turn_read)?;

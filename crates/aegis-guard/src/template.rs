@@ -98,7 +98,7 @@ pub struct Validator {
     pub applies_to: AppliesTo,
     /// What its head reads of a turn that has context.
     pub context_reading: ContextReading,
-    /// How its head reads quoted passages in a user's question.
+    /// How its head reads quoted passages in a user's question or report.
     pub quote_reading: QuoteReading,
     /// Template text before and after the placeholder (`before` may hold `{{context}}`).
     before: String,

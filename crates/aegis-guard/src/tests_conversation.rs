@@ -239,3 +239,34 @@ fn a_quoted_passage_in_a_users_question_is_read_as_mentioned_and_an_answer_is_re
         .expect("verdict");
     assert!(!wrapped.results[0].passed && wrapped.results[0].mention_score.is_none());
 }
+
+#[test]
+fn a_report_quoting_abuse_is_read_as_mentioned_only_where_quotes_are_reported() {
+    let encoder: Arc<dyn aegis_engine::SentenceEncoder> = Arc::new(FakeEncoder::new());
+    // p = sigmoid(words - 7): the eleven-word report fails whole; its frame ("The user wrote …
+    // to me.", six words to the fake encoder) passes.
+    let guard = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![
+            template("toxic", "quotes: reported\n", "{{message}}\nToxic?\n"),
+            template(
+                "harassment",
+                "quotes: mentioned\n",
+                "{{message}}\nHarassment?\n",
+            ),
+        ],
+    )
+    .with_encoder(Some(encoder))
+    .with_head(encoder_head("toxic", vec![1.0, -7.0], 0.0))
+    .and_then(|guard| guard.with_head(encoder_head("harassment", vec![1.0, -7.0], 0.0)))
+    .expect("bound to the fake encoder");
+    let report = "The user wrote \"go away you worthless pig loser\" to me.";
+    let verdict = guard.check(report).expect("verdict");
+    let (toxic, harassment) = (&verdict.results[0], &verdict.results[1]);
+    assert!(toxic.passed && toxic.read_as_mention, "{toxic:?}");
+    // A report asks nothing: a validator that reads only questions reads it whole.
+    assert!(
+        !harassment.passed && harassment.mention_score.is_none(),
+        "{harassment:?}"
+    );
+}

@@ -50,8 +50,9 @@ pub struct ValidatorResult {
     pub context_score: Option<f32>,
     /// Failed only because of the context: the turn alone would have passed.
     pub caught_in_context: bool,
-    /// The head's probability on a user's question with its quoted passages elided, where it was
-    /// read (`quotes: mentioned`); the lower of it and the turn's own score decides.
+    /// The head's probability on a user's question or report with its quoted passages elided,
+    /// where it was read (`quotes: mentioned` or `reported`); the lower of it and the turn's own
+    /// score decides.
     pub mention_score: Option<f32>,
     /// Passed only because the quoted passage was read as mentioned, not said: the whole turn
     /// would have failed.

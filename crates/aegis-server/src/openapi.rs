@@ -154,7 +154,7 @@ pub fn document() -> Value {
                                 "context_turns": {"type": "integer", "description": "Earlier turns read with it"},
                                 "context_cut": {"type": "integer", "description": "Older turns cut to fit the context budget"},
                                 "caught_in_context": {"type": "array", "items": {"type": "string"}, "description": "Validators it failed only because of its context"},
-                                "read_as_mention": {"type": "array", "items": {"type": "string"}, "description": "Validators it passed only because a quoted passage in the user's question was read as mentioned, not said"}
+                                "read_as_mention": {"type": "array", "items": {"type": "string"}, "description": "Validators it passed only because a quoted passage in the user's question or report was read as mentioned, not said"}
                             }
                         }},
                         "status_guard": {"type": "string", "enum": ["passed", "failed"]},
