@@ -25,8 +25,9 @@ context_score: number | null,
  */
 caught_in_context: boolean, 
 /**
- * The head's probability on a user's question with its quoted passages elided, where it was
- * read (`quotes: mentioned`); the lower of it and the turn's own score decides.
+ * The head's probability on a user's question or report with its quoted passages elided,
+ * where it was read (`quotes: mentioned` or `reported`); the lower of it and the turn's own
+ * score decides.
  */
 mention_score: number | null, 
 /**
