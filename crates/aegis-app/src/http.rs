@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use aegis_runtime::Worker;
-use aegis_server::{router, AppState, ServerConfig};
+use aegis_server::{AppState, ServerConfig};
 use aegis_store::Store;
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -76,17 +76,13 @@ impl HttpServer {
             token: Some(http.token.trim().to_string()).filter(|t| !t.is_empty()),
             ..ServerConfig::default()
         };
-        let app = router(Arc::new(AppState::new(worker, Some(store), config)));
+        let state = Arc::new(AppState::new(worker, Some(store), config));
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the HTTP endpoint stopped");
-            }
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            aegis_server::serve(listener, state, shutdown).await;
         });
         tracing::info!(%address, "HTTP endpoint listening");
         self.running = Some(Running {

@@ -1,10 +1,12 @@
 //! `aegis serve`: the local HTTP API.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aegis_runtime::Worker;
-use aegis_server::{router, AppState, ServerConfig};
+use aegis_server::{AppState, ServerConfig};
 use anyhow::{bail, Context, Result};
 
 use crate::history_cmd::DbArgs;
@@ -18,18 +20,35 @@ pub struct ServeArgs {
     pub host: IpAddr,
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// Bearer token every endpoint but /health requires.
-    #[arg(long, env = "AEGIS_TOKEN")]
+    /// Bearer token every endpoint but /health requires. Visible to other users in `ps`: prefer
+    /// --token-file or AEGIS_TOKEN.
+    #[arg(
+        long,
+        env = "AEGIS_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "token_file"
+    )]
     pub token: Option<String>,
+    /// A file whose first line is the bearer token.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
     /// Requests that may wait for the model; more get 503 with Retry-After.
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     pub max_body: usize,
-    /// Origin allowed by CORS (repeatable); none turns CORS off.
+    /// Origin of a web page allowed to call the server (repeatable; `*` for any page). Without
+    /// one, browsers' requests from pages are refused.
     #[arg(long = "cors-origin")]
     pub cors_origins: Vec<String>,
+    /// Host name the server answers for besides localhost and IP addresses (repeatable): the
+    /// name clients use when it is reached through DNS. Guards against DNS rebinding.
+    #[arg(long = "allowed-host")]
+    pub allowed_hosts: Vec<String>,
+    /// Seconds one request may take, answer generation included; past it, 503 and cancelled.
+    #[arg(long, default_value_t = 120)]
+    pub request_timeout: u64,
     /// Do not record verdicts in history.
     #[arg(long)]
     pub no_history: bool,
@@ -40,14 +59,27 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitStatus> {
-    if !args.host.is_loopback() && args.token.as_deref().is_none_or(str::is_empty) {
+    let token = match &args.token_file {
+        Some(path) => Some(read_token_file(path)?),
+        None => args.token.clone(),
+    };
+    if !args.host.is_loopback() && token.is_none() {
         bail!(
-            "binding {} exposes the guard beyond this machine: give --token (or AEGIS_TOKEN)",
+            "binding {} exposes the guard beyond this machine: give --token-file (or AEGIS_TOKEN)",
             args.host
         );
     }
+    let config = ServerConfig {
+        token,
+        max_body_bytes: args.max_body,
+        cors_origins: args.cors_origins.clone(),
+        allowed_hosts: args.allowed_hosts.clone(),
+        request_timeout: Duration::from_secs(args.request_timeout.max(1)),
+        ..ServerConfig::default()
+    };
+    config.check()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let store = if args.no_history {
             None
         } else {
@@ -62,27 +94,42 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         let worker = Worker::start(args.queue, move || {
             guard_args.load().map_err(|e| format!("{e:#}"))
         });
-        let state = Arc::new(AppState::new(
-            worker,
-            store.clone(),
-            ServerConfig {
-                token: args.token,
-                max_body_bytes: args.max_body,
-                cors_origins: args.cors_origins,
-            },
-        ));
+        let state = Arc::new(AppState::new(worker, store.clone(), config));
         eprintln!("listening on http://{}", listener.local_addr()?);
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(shutdown_signal())
-            .await?;
-        eprintln!("stopped: in-flight requests answered");
-        if let Some(store) = store {
-            if let Ok(store) = Arc::try_unwrap(store) {
-                store.close().await;
-            }
+        let stopped = aegis_server::serve(listener, state, shutdown_signal()).await;
+        if stopped.cancelled == 0 {
+            eprintln!("stopped: in-flight requests answered");
+        } else {
+            eprintln!(
+                "stopped: {} request(s) still running after {} s were cancelled",
+                stopped.cancelled,
+                aegis_server::SHUTDOWN_GRACE.as_secs()
+            );
+        }
+        // Cancelled requests may still hold the store; what it wrote is committed already.
+        if let Some(store) = store.and_then(|s| Arc::try_unwrap(s).ok()) {
+            store.close().await;
         }
         Ok(ExitStatus::Passed)
-    })
+    });
+    // Work still on blocking threads (a generation that was cancelled mid-way) does not hold
+    // the process: the grace is over.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    served
+}
+
+/// The token from the first line of `path`, refused when blank.
+fn read_token_file(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or("").trim();
+    if token.is_empty() {
+        bail!(
+            "the token file {} is empty: write the token on its first line",
+            path.display()
+        );
+    }
+    Ok(token.to_string())
 }
 
 /// SIGINT or SIGTERM: stop accepting, finish what is in flight.

@@ -9,6 +9,7 @@ mod gpu;
 mod heads;
 mod history;
 mod remote;
+mod serve;
 mod teach;
 
 fn aegis(args: &[&str]) -> Output {
@@ -244,60 +245,4 @@ fn serving_beyond_loopback_needs_a_token() {
     let out = aegis(&["serve", "--host", "0.0.0.0", "--port", "0", "--no-history"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("give --token"), "{}", stderr(&out));
-}
-
-#[test]
-fn sigterm_lets_the_request_in_flight_finish() {
-    use std::io::{BufRead, Read, Write};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut server = aegis_command(&["serve", "--port", "0", "--no-history"])
-        .env("AEGIS_DB", dir.path().join("h.db"))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve");
-    let mut lines = std::io::BufReader::new(server.stderr.take().expect("stderr")).lines();
-    let address = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("listening on http://").map(str::to_string))
-        .expect("the server says where it listens");
-    // Wait for the model, then send a request and signal while it is being answered.
-    let ready = || {
-        let mut stream = std::net::TcpStream::connect(&address).expect("connect");
-        write!(
-            stream,
-            "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .expect("send");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("read");
-        answer.contains("\"ready\"")
-    };
-    while !ready() {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let body = r#"{"user_id":"u","question":"Selamat pagi, apa kabar?"}"#;
-    let mut stream = std::net::TcpStream::connect(&address).expect("connect");
-    write!(
-        stream,
-        "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("send");
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let pid = server.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill")
-        .success());
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(answer.contains("\"status_guard\""), "{answer}");
-    let status = server.wait().expect("exits");
-    assert!(status.success(), "{status:?}");
-    assert!(lines
-        .map_while(Result::ok)
-        .any(|l| l.contains("in-flight requests answered")));
 }

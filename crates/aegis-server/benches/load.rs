@@ -12,7 +12,7 @@ use std::time::Instant;
 use aegis_engine::ModelRequest;
 use aegis_guard::Guard;
 use aegis_runtime::Worker;
-use aegis_server::{router, AppState, ServerConfig};
+use aegis_server::{AppState, ServerConfig};
 use aegis_store::{HistoryFilter, Store};
 
 const MESSAGES: [&str; 6] = [
@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let state = Arc::new(AppState::new(worker, Some(store.clone()), ServerConfig::default()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/validate", listener.local_addr()?);
-        tokio::spawn(async move { axum::serve(listener, router(state)).await });
+        tokio::spawn(aegis_server::serve(listener, state, std::future::pending()));
 
         let client = reqwest::Client::new();
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));

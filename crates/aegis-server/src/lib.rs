@@ -6,11 +6,15 @@ mod auth;
 mod error;
 mod feedback;
 mod json;
+mod limits;
 mod metrics;
 mod openapi;
 mod routes;
+mod serve;
 mod state;
+mod trust;
 
 pub use error::ApiError;
 pub use routes::router;
-pub use state::{AppState, ServerConfig};
+pub use serve::{serve, Stopped, HEADER_READ_TIMEOUT, SHUTDOWN_GRACE};
+pub use state::{AppState, ConfigError, ServerConfig};

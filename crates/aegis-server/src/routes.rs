@@ -19,7 +19,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{worker_error, ApiError};
 use crate::json::ApiJson;
-use crate::state::AppState;
+use crate::state::{AppState, ServerConfig};
 use aegis_runtime::{answer_gate, check_and_record, ModelStatus, Submitter};
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -37,18 +37,28 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            crate::limits::time_limit,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             crate::auth::require_token,
         ));
-    let origins: Vec<HeaderValue> = state
-        .config
-        .cors_origins
-        .iter()
-        .filter_map(|o| HeaderValue::from_str(o).ok())
-        .collect();
-    if !origins.is_empty() {
+    if !state.config.cors_origins.is_empty() {
+        let allowed = if state.config.cors_origins.iter().any(|o| o == "*") {
+            AllowOrigin::any()
+        } else {
+            // `ServerConfig::check` refused the ones that are not header values.
+            AllowOrigin::list(
+                state
+                    .config
+                    .cors_origins
+                    .iter()
+                    .filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok()),
+            )
+        };
         router = router.layer(
             CorsLayer::new()
-                .allow_origin(AllowOrigin::list(origins))
+                .allow_origin(allowed)
                 .allow_methods([Method::GET, Method::POST])
                 .allow_headers([
                     axum::http::header::CONTENT_TYPE,
@@ -56,6 +66,11 @@ pub fn router(state: Arc<AppState>) -> Router {
                 ]),
         );
     }
+    // Outside CORS, so a page that is not allowed is refused before anything else runs.
+    router = router.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        crate::trust::require_known_caller,
+    ));
     // Outermost, so refused requests (401, 413, 503) are counted too.
     crate::metrics::install();
     router
@@ -85,7 +100,7 @@ struct GuardRequest {
 impl GuardRequest {
     /// The turns to check, each named by its position in `messages`. Bad input is refused here,
     /// before the queue, by the turn at fault.
-    fn inputs(&self) -> Result<Vec<GuardInput>, ApiError> {
+    fn inputs(&self, limits: &ServerConfig) -> Result<Vec<GuardInput>, ApiError> {
         let turns = match (&self.question, &self.messages) {
             (Some(question), None) => return Ok(vec![GuardInput::message(question.as_str())]),
             (None, Some(messages)) => messages,
@@ -104,7 +119,24 @@ impl GuardRequest {
                 ))
             }
         };
+        // Counted before any turn is read, so a huge conversation costs nothing.
+        if turns.len() > limits.max_turns {
+            return Err(too_many_turns(format!(
+                "messages holds {} turns; this server takes at most {} per request \
+                 (send the recent turns: older ones matter little to the last turn's verdict)",
+                turns.len(),
+                limits.max_turns
+            )));
+        }
         let (turns, positions) = conversation_turns(turns).map_err(guard_input_error)?;
+        if self.turns == TurnsChecked::All && turns.len() > limits.max_checked_turns {
+            return Err(too_many_turns(format!(
+                "\"turns\": \"all\" would check {} turns; this server checks at most {} per \
+                 request (send the conversation in parts, each with the turns before it)",
+                turns.len(),
+                limits.max_checked_turns
+            )));
+        }
         let mut inputs =
             GuardInput::from_conversation(&turns, self.turns).map_err(|e| match e {
                 // Positions in the request, not in the turns left after system ones.
@@ -162,6 +194,10 @@ fn conversation_turns(messages: &[Value]) -> Result<(Vec<Turn>, Vec<usize>), Gua
     Ok((turns, positions))
 }
 
+fn too_many_turns(message: String) -> ApiError {
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_many_turns", message)
+}
+
 fn guard_input_error(error: GuardError) -> ApiError {
     ApiError::bad_request("bad_turn", error.to_string())
 }
@@ -217,7 +253,7 @@ async fn validate(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<GuardRequest>,
 ) -> Result<Json<ValidateResponse>, ApiError> {
-    let inputs = request.inputs()?;
+    let inputs = request.inputs(&state.config)?;
     let question = request.question(&inputs);
     let verdicts = check_all(&state, inputs, Some(&request.user_id)).await?;
     Ok(Json(if request.messages.is_some() {
@@ -231,7 +267,7 @@ async fn chat(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<GuardRequest>,
 ) -> Result<Json<ChatResponse>, ApiError> {
-    let inputs = request.inputs()?;
+    let inputs = request.inputs(&state.config)?;
     if request.answer {
         return answer(&state, &request, inputs).await.map(Json);
     }

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use aegis_guard::Guard;
 use aegis_runtime::{ModelStatus, Worker, WorkerError};
@@ -13,8 +14,51 @@ pub struct ServerConfig {
     /// When set, every endpoint but `/health` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
     pub max_body_bytes: usize,
-    /// Origins allowed by CORS; empty turns CORS off.
+    /// Origins of pages allowed to call the server (CORS, and the `Origin` check); `*` allows any
+    /// page. Empty: browsers' cross-origin requests are refused.
     pub cors_origins: Vec<String>,
+    /// Host names the server answers for besides `localhost` and IP literals (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+    /// How long one request may take, generation included; past it the client gets 503 and its
+    /// work is cancelled.
+    pub request_timeout: Duration,
+    /// Turns one request may carry, and how many of them `"turns": "all"` may check.
+    pub max_turns: usize,
+    pub max_checked_turns: usize,
+}
+
+impl ServerConfig {
+    /// Refuses a configuration the server could not honour, with what to change.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::BlankToken);
+        }
+        for origin in &self.cors_origins {
+            let well_formed = origin == "*"
+                || ((origin.starts_with("http://") || origin.starts_with("https://"))
+                    && axum::http::HeaderValue::from_str(origin).is_ok());
+            if !well_formed {
+                return Err(ConfigError::BadOrigin(origin.clone()));
+            }
+        }
+        if self.max_checked_turns == 0 || self.max_turns < self.max_checked_turns {
+            return Err(ConfigError::TurnLimits {
+                turns: self.max_turns,
+                checked: self.max_checked_turns,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("the token is blank: give a token of visible characters, or none")]
+    BlankToken,
+    #[error("{0:?} is not an origin: write scheme and host, e.g. http://localhost:5173, or * for any page")]
+    BadOrigin(String),
+    #[error("turn limits {turns} per request and {checked} checked do not fit: checked must be at least 1 and at most the turns")]
+    TurnLimits { turns: usize, checked: usize },
 }
 
 impl Default for ServerConfig {
@@ -23,6 +67,10 @@ impl Default for ServerConfig {
             token: None,
             max_body_bytes: 64 * 1024,
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            request_timeout: Duration::from_secs(120),
+            max_turns: 256,
+            max_checked_turns: 32,
         }
     }
 }

@@ -120,3 +120,146 @@ async fn a_token_guards_everything_but_health() {
     unauthorized(send(&router, get("/validators")).await);
     assert_eq!(send(&router, get("/health")).await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_foreign_host_or_page_is_refused_before_the_body_is_read() {
+    let router = fake_router(ServerConfig {
+        cors_origins: vec!["http://localhost:5173".into()],
+        allowed_hosts: vec!["guard.internal".into()],
+        ..ServerConfig::default()
+    })
+    .await;
+    let feedback = json!({"validator": "toxic", "violates": true, "text": "halo"}).to_string();
+    let request = |host: &str, origin: Option<&str>| {
+        let mut request = Request::post("/feedback")
+            .header("content-type", JSON)
+            .header("host", host);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.body(Body::from(feedback.clone())).expect("request")
+    };
+    // DNS rebinding: the attacker's name, resolved to 127.0.0.1.
+    let message = expect_error(
+        send(&router, request("attacker.example:8000", None)).await,
+        403,
+        "host_not_allowed",
+    );
+    assert!(message.contains("--allowed-host"), "{message}");
+    expect_error(
+        send(
+            &router,
+            request("127.0.0.1:8000", Some("http://attacker.example")),
+        )
+        .await,
+        403,
+        "origin_not_allowed",
+    );
+    expect_error(
+        send(&router, request("localhost:8000", Some("null"))).await,
+        403,
+        "origin_not_allowed",
+    );
+    // Past the check, the request is read: this server keeps no history.
+    for (host, origin) in [
+        ("127.0.0.1:8000", None),
+        ("localhost:8000", Some("http://localhost:5173")),
+        ("guard.internal", None),
+        ("[::1]:8000", None),
+    ] {
+        let (status, body) = send(&router, request(host, origin)).await;
+        assert_eq!(status.as_u16(), 503, "{host} {origin:?}: {body}");
+        assert_eq!(body["error"]["code"], "history_off", "{body}");
+    }
+}
+
+#[tokio::test]
+async fn any_page_may_call_when_the_operator_says_star() {
+    let router = fake_router(ServerConfig {
+        cors_origins: vec!["*".into()],
+        ..ServerConfig::default()
+    })
+    .await;
+    let preflight = Request::options("/validate")
+        .header("origin", "https://prototype.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .body(Body::empty())
+        .expect("request");
+    let response = tower::ServiceExt::oneshot(router.clone(), preflight)
+        .await
+        .expect("infallible");
+    assert!(response.status().is_success(), "{}", response.status());
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "*",
+        "{:?}",
+        response.headers()
+    );
+}
+
+#[test]
+fn a_configuration_the_server_cannot_honour_is_refused() {
+    use aegis_server::ConfigError;
+    let blank = ServerConfig {
+        token: Some("  ".into()),
+        ..ServerConfig::default()
+    };
+    assert_eq!(blank.check(), Err(ConfigError::BlankToken));
+    let origin = ServerConfig {
+        cors_origins: vec!["localhost:5173".into()],
+        ..ServerConfig::default()
+    };
+    assert!(matches!(origin.check(), Err(ConfigError::BadOrigin(_))));
+    let star = ServerConfig {
+        cors_origins: vec!["*".into()],
+        ..ServerConfig::default()
+    };
+    assert_eq!(star.check(), Ok(()));
+}
+
+#[tokio::test]
+async fn too_many_turns_are_refused_naming_the_limit_before_any_work() {
+    let router = fake_router(ServerConfig::default()).await;
+    let limits = ServerConfig::default();
+    let conversation = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                json!({"role": role, "content": format!("pesan {i}")})
+            })
+            .collect()
+    };
+    let body = |n: usize, turns: &str| {
+        json!({"user_id": "u", "messages": conversation(n), "turns": turns}).to_string()
+    };
+    let message = expect_error(
+        send(
+            &router,
+            post("/validate", JSON, body(limits.max_turns + 1, "last")),
+        )
+        .await,
+        413,
+        "too_many_turns",
+    );
+    assert!(message.contains(&limits.max_turns.to_string()), "{message}");
+    let message = expect_error(
+        send(
+            &router,
+            post("/chat", JSON, body(limits.max_checked_turns + 1, "all")),
+        )
+        .await,
+        413,
+        "too_many_turns",
+    );
+    assert!(
+        message.contains(&limits.max_checked_turns.to_string()),
+        "{message}"
+    );
+    let (status, answer) = send(
+        &router,
+        post("/chat", JSON, body(limits.max_turns - 1, "last")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}

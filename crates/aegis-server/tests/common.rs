@@ -5,7 +5,7 @@ use std::sync::Arc;
 use aegis_engine::{GemmaEngine, LanguageModel};
 use aegis_guard::Guard;
 use aegis_runtime::Worker;
-use aegis_server::{router, AppState, ServerConfig};
+use aegis_server::{AppState, ServerConfig};
 use aegis_store::Store;
 use serde_json::Value;
 
@@ -71,7 +71,7 @@ pub async fn start_on(
         .expect("bind");
     let address: SocketAddr = listener.local_addr().expect("address");
     tokio::spawn(async move {
-        axum::serve(listener, router(state)).await.expect("serve");
+        aegis_server::serve(listener, state, std::future::pending()).await;
     });
     // Ready when the model is.
     worker.settled().await;

@@ -1,0 +1,238 @@
+//! A real `aegis serve` on the real model, attacked and stopped the way a hostile page, a slow
+//! client and a service manager would.
+
+use std::io::{BufRead, BufReader, Lines, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::aegis_command;
+
+/// `aegis serve` on a free port, its model loaded.
+struct Served {
+    process: Child,
+    address: String,
+    log: Lines<BufReader<ChildStderr>>,
+}
+
+impl Served {
+    fn start(extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--port", "0", "--no-history"];
+        args.extend_from_slice(extra);
+        let mut process = aegis_command(&args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve");
+        let mut log = BufReader::new(process.stderr.take().expect("stderr")).lines();
+        let address = log
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| l.strip_prefix("listening on http://").map(str::to_string))
+            .expect("the server says where it listens");
+        let served = Self {
+            process,
+            address,
+            log,
+        };
+        while !served.get("/health", "localhost").contains("\"ready\"") {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        served
+    }
+
+    /// Sends a raw request and reads the whole answer (`Connection: close`).
+    fn raw(&self, request: &str) -> String {
+        let mut stream = TcpStream::connect(&self.address).expect("connect");
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("read");
+        answer
+    }
+
+    fn get(&self, path: &str, host: &str) -> String {
+        self.raw(&format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        ))
+    }
+
+    /// Opens a POST of `body` with these extra header lines, sent but not yet answered.
+    fn post_open(&self, path: &str, headers: &str, body: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(&self.address).expect("connect");
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+             Connection: close\r\n{headers}\r\n{body}",
+            body.len()
+        )
+        .expect("send");
+        stream
+    }
+
+    fn terminate(&self) {
+        let pid = self.process.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success());
+    }
+
+    /// Waits for the process to exit, at most `limit`; how long it took.
+    fn exits_within(&mut self, limit: Duration) -> Duration {
+        let signalled = Instant::now();
+        loop {
+            if let Some(status) = self.process.try_wait().expect("wait") {
+                assert!(status.success(), "{status:?}");
+                return signalled.elapsed();
+            }
+            if signalled.elapsed() > limit {
+                let _ = self.process.kill();
+                panic!("still running {limit:?} after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn rest_of_log(self) -> String {
+        self.log
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn read_all(mut stream: TcpStream) -> String {
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+#[test]
+fn sigterm_lets_the_request_in_flight_finish() {
+    let mut served = Served::start(&[]);
+    let body = r#"{"user_id":"u","question":"Selamat pagi, apa kabar?"}"#;
+    let stream = served.post_open("/validate", "Host: localhost\r\n", body);
+    std::thread::sleep(Duration::from_millis(200));
+    served.terminate();
+    let answer = read_all(stream);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"status_guard\""), "{answer}");
+    served.exits_within(Duration::from_secs(5));
+    assert!(served.rest_of_log().contains("in-flight requests answered"));
+}
+
+#[test]
+fn sigterm_ends_within_five_seconds_cancelling_what_would_outlast_it() {
+    let mut served = Served::start(&[]);
+    // A client that never finishes its body, and answers being written: neither may hold the
+    // process past the grace.
+    let stalled = {
+        let mut stream = TcpStream::connect(&served.address).expect("connect");
+        write!(
+            stream,
+            "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: 1000\r\n\r\n{{\"user_id\": \"u\", "
+        )
+        .expect("send");
+        stream
+    };
+    let answering: Vec<TcpStream> = (0..2)
+        .map(|i| {
+            let body = format!(
+                r#"{{"user_id":"u{i}","answer":true,"messages":[{{"role":"user","content":"Tell me a long story about a lighthouse keeper and the sea, in many chapters."}}]}}"#
+            );
+            served.post_open("/chat", "Host: localhost\r\n", &body)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    served.terminate();
+    let took = served.exits_within(Duration::from_secs(5));
+    drop((stalled, answering));
+    let log = served.rest_of_log();
+    assert!(log.contains("cancelled"), "{took:?}\n{log}");
+}
+
+#[test]
+fn a_page_on_a_foreign_name_or_origin_is_refused_and_loopback_clients_are_answered() {
+    let mut served = Served::start(&["--allowed-host", "guard.internal"]);
+    // DNS rebinding: a page on attacker.example whose name now resolves to 127.0.0.1.
+    let feedback = r#"{"validator":"toxic","violates":true,"text":"kamu pintar"}"#;
+    let rebound = read_all(served.post_open(
+        "/feedback",
+        "Host: attacker.example\r\nOrigin: http://attacker.example\r\n",
+        feedback,
+    ));
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    assert!(rebound.contains("host_not_allowed"), "{rebound}");
+    let foreign_page = read_all(served.post_open(
+        "/feedback",
+        "Host: 127.0.0.1\r\nOrigin: https://attacker.example\r\n",
+        feedback,
+    ));
+    assert!(foreign_page.starts_with("HTTP/1.1 403"), "{foreign_page}");
+    assert!(
+        foreign_page.contains("origin_not_allowed"),
+        "{foreign_page}"
+    );
+    for host in ["localhost", "127.0.0.1", "guard.internal"] {
+        let answer = served.get("/validators", host);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{host}: {answer}");
+    }
+    served.terminate();
+    served.exits_within(Duration::from_secs(5));
+}
+
+#[test]
+fn a_conversation_too_long_to_check_is_refused_at_once() {
+    let mut served = Served::start(&[]);
+    let turns: Vec<String> = (0..200)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!(r#"{{"role":"{role}","content":"pesan nomor {i}"}}"#)
+        })
+        .collect();
+    let body = format!(
+        r#"{{"user_id":"u","turns":"all","messages":[{}]}}"#,
+        turns.join(",")
+    );
+    let sent = Instant::now();
+    let answer = read_all(served.post_open("/validate", "Host: localhost\r\n", &body));
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("too_many_turns"), "{answer}");
+    served.terminate();
+    served.exits_within(Duration::from_secs(5));
+}
+
+#[test]
+fn a_blank_token_or_origin_that_is_not_one_is_refused_at_start() {
+    let blank = aegis_command(&["serve", "--port", "0", "--no-history", "--token", " "])
+        .output()
+        .expect("runs");
+    assert_eq!(blank.status.code(), Some(2));
+    assert!(
+        crate::stderr(&blank).contains("blank"),
+        "{}",
+        crate::stderr(&blank)
+    );
+    let origin = aegis_command(&[
+        "serve",
+        "--port",
+        "0",
+        "--no-history",
+        "--cors-origin",
+        "localhost:5173",
+    ])
+    .output()
+    .expect("runs");
+    assert_eq!(origin.status.code(), Some(2));
+    assert!(
+        crate::stderr(&origin).contains("not an origin"),
+        "{}",
+        crate::stderr(&origin)
+    );
+}
