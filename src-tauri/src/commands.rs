@@ -263,6 +263,11 @@ pub async fn remove_example(console: Console_<'_>, id: i64) -> Answer<bool> {
 }
 
 #[tauri::command]
+pub async fn accept_example(console: Console_<'_>, id: i64) -> Answer<bool> {
+    Ok(console.accept_example(id).await?)
+}
+
+#[tauri::command]
 pub async fn create_validator(console: Console_<'_>, validator: NewValidator) -> Answer<String> {
     Ok(console.create_validator(validator).await?)
 }

@@ -124,6 +124,7 @@ impl Console {
                 language: Language::detect(text).code().to_string(),
                 origin,
                 verdict_id,
+                submitted_by: None,
             })
             .await?;
         Ok(added.id())
@@ -153,6 +154,11 @@ impl Console {
 
     pub async fn remove_example(&self, id: i64) -> Result<bool, ConsoleError> {
         Ok(self.store().remove_example(id).await?)
+    }
+
+    /// Accepts a client's proposed example (from /feedback), so training uses it.
+    pub async fn accept_example(&self, id: i64) -> Result<bool, ConsoleError> {
+        Ok(self.store().accept_example(id).await?)
     }
 
     /// Writes a new validator's template and teaches it its positives; it decides by prompt

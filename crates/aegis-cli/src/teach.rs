@@ -33,11 +33,19 @@ pub enum ExamplesCommand {
         #[arg(long)]
         lang: Option<String>,
     },
-    /// List examples, with their ids, labels and contradictions.
+    /// List examples, with their ids, labels, contradictions and proposals awaiting review.
     List {
         validator: Option<String>,
         #[arg(long)]
         json: bool,
+        /// Only proposals from /feedback that no reviewer has accepted yet.
+        #[arg(long)]
+        pending: bool,
+    },
+    /// Accept proposed examples (from /feedback) by id, so training uses them.
+    Accept {
+        #[arg(required = true)]
+        ids: Vec<i64>,
     },
     /// Add every label of a labelled JSONL file (the evaluation schema) as examples.
     Import {
@@ -97,6 +105,7 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                         language,
                         origin: ExampleOrigin::Manual,
                         verdict_id: None,
+                        submitted_by: None,
                     })
                     .await?;
                 match added {
@@ -106,25 +115,43 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                     }
                 }
             }
-            ExamplesCommand::List { validator, json } => {
-                let examples = store.examples(validator.as_deref()).await?;
+            ExamplesCommand::List {
+                validator,
+                json,
+                pending,
+            } => {
+                let mut examples = store.examples(validator.as_deref()).await?;
+                if pending {
+                    examples.retain(|e| e.pending);
+                }
                 if json {
                     println!("{}", serde_json::to_string_pretty(&examples)?);
                 } else {
                     for e in &examples {
+                        let proposed = match (&e.submitted_by, e.pending) {
+                            (Some(by), true) => format!("  PENDING from {by}"),
+                            (None, true) => "  PENDING".to_string(),
+                            _ => String::new(),
+                        };
                         println!(
-                            "{:>6}  {:<18} {}  {:<2}  {:<8}{}  {}",
+                            "{:>6}  {:<18} {}  {:<2}  {:<8}{}{}  {}",
                             e.id,
                             e.validator,
                             if e.violates { "fail" } else { "pass" },
                             e.language,
                             e.origin.as_str(),
                             if e.contradicted { "  CONTRADICTED" } else { "" },
+                            proposed,
                             e.text.replace('\n', " ")
                         );
                     }
                     let contradicted = examples.iter().filter(|e| e.contradicted).count();
-                    eprintln!("{} examples, {contradicted} contradicted", examples.len());
+                    let pending = examples.iter().filter(|e| e.pending).count();
+                    eprintln!(
+                        "{} examples, {contradicted} contradicted, {pending} pending review \
+                         (not trained on until accepted: aegis examples accept ID)",
+                        examples.len()
+                    );
                 }
             }
             ExamplesCommand::Import { file, validator } => {
@@ -141,6 +168,18 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                 if !missing.is_empty() {
                     bail!("no example with id {}", missing.join(", "));
                 }
+            }
+            ExamplesCommand::Accept { ids } => {
+                let mut missing = Vec::new();
+                for &id in &ids {
+                    if !store.accept_example(id).await? {
+                        missing.push(id.to_string());
+                    }
+                }
+                if !missing.is_empty() {
+                    bail!("no example with id {}", missing.join(", "));
+                }
+                println!("{} accepted: the next training uses them", ids.len());
             }
         }
         Ok(ExitStatus::Passed)
@@ -175,6 +214,7 @@ async fn import_file(store: &Store, file: &Path, only: Option<&str>) -> Result<(
                 language: message.language(),
                 origin: ExampleOrigin::Import,
                 verdict_id: None,
+                submitted_by: None,
             });
         }
     }

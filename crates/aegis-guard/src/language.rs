@@ -20,6 +20,15 @@ impl Language {
         }
     }
 
+    /// The language a code names (`id`, `en`), if it is one the guard supports.
+    pub fn from_code(code: &str) -> Option<Self> {
+        match code.trim().to_ascii_lowercase().as_str() {
+            "id" => Some(Self::Indonesian),
+            "en" => Some(Self::English),
+            _ => None,
+        }
+    }
+
     pub fn code(self) -> &'static str {
         match self {
             Self::Indonesian => "id",

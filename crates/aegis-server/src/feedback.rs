@@ -1,12 +1,15 @@
-//! `POST /feedback`: a prototype reports a verdict the guard got wrong, and it becomes a labelled
-//! example the validator can be retrained with (the Teach view, `aegis train --examples`).
+//! `POST /feedback`: a prototype reports a verdict the guard got wrong, and it becomes a proposed
+//! example: kept with the client's address, and trained on only once a reviewer accepts it (the
+//! Teach view, `aegis examples accept`), since whoever can reach the API is not a reviewer.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use aegis_guard::Language;
 use aegis_store::{Added, ExampleOrigin, NewExample};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
+use axum::Extension;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -34,6 +37,7 @@ pub(crate) struct FeedbackRequest {
 
 pub(crate) async fn feedback(
     State(state): State<Arc<AppState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     ApiJson(request): ApiJson<FeedbackRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let store = state.store.as_ref().ok_or_else(|| {
@@ -79,11 +83,18 @@ pub(crate) async fn feedback(
                     "the text is empty",
                 ));
             }
-            let language = request
-                .lang
-                .clone()
-                .unwrap_or_else(|| Language::detect(&text).code().to_string());
-            (text, language)
+            let language = match request.lang.as_deref() {
+                None => Language::detect(&text),
+                // A cross-validation group when trained on: only the languages the guard knows.
+                Some(code) => Language::from_code(code).ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "unknown_language",
+                        format!("lang {code:?} is not one the guard reads: use id or en, or leave it out"),
+                    )
+                })?,
+            };
+            (text, language.code().to_string())
         }
         _ => {
             return Err(ApiError::new(
@@ -101,6 +112,7 @@ pub(crate) async fn feedback(
             language,
             origin: ExampleOrigin::Feedback,
             verdict_id: request.verdict_id,
+            submitted_by: peer.map(|Extension(ConnectInfo(address))| address.ip().to_string()),
         })
         .await
         .map_err(store_error)?;
@@ -115,6 +127,8 @@ pub(crate) async fn feedback(
             "validator": request.validator,
             "violates": request.violates,
             "merged": matches!(added, Added::Merged { .. }),
+            // Trained on once a reviewer accepts it (the Teach view, `aegis examples accept`).
+            "pending": true,
         })),
     ))
 }
@@ -124,6 +138,14 @@ fn store_error(error: aegis_store::StoreError) -> ApiError {
         aegis_store::StoreError::Invalid(message) => {
             ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_example", message)
         }
+        full @ aegis_store::StoreError::TooManyPending { .. } => ApiError {
+            retry_after: Some(3600),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_pending",
+                full.to_string(),
+            )
+        },
         other => {
             tracing::error!(error = %other, "keeping feedback failed");
             ApiError::new(

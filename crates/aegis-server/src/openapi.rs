@@ -3,14 +3,17 @@
 use serde_json::{json, Value};
 
 fn error_responses(codes: &[&str]) -> serde_json::Map<String, Value> {
-    let describe = |code: &str| match code {
+    let describe = |code: &str| {
+        match code {
         "400" => "Malformed JSON or empty text",
         "401" => "Missing or wrong bearer token",
-        "413" => "Body over the size limit, or text over the model's context",
+        "403" => "The Host is a name this server does not answer for, or the browser page's Origin is not allowed",
+        "413" => "Body over the size limit, text over the model's context, or too many turns (too_many_turns)",
         "415" => "Body not sent as application/json",
         "422" => "A field is missing or has the wrong type",
-        "503" => "Busy (queue full) or the model is loading; see Retry-After",
+        "503" => "Busy (queue full), the model is loading, or the request ran past the time limit (timed_out); see Retry-After",
         _ => "Error",
+    }
     };
     codes
         .iter()
@@ -27,7 +30,7 @@ fn error_responses(codes: &[&str]) -> serde_json::Map<String, Value> {
 }
 
 fn post_json(summary: &str, request: &str, response: &str) -> Value {
-    let mut responses = error_responses(&["400", "401", "413", "415", "422", "503"]);
+    let mut responses = error_responses(&["400", "401", "403", "413", "415", "422", "503"]);
     responses.insert(
         "200".into(),
         json!({
@@ -69,15 +72,17 @@ pub fn document() -> Value {
             }}},
             "/validators": {"get": {"summary": "The loaded validators", "responses": validators_responses}},
             "/feedback": {"post": {
-                "summary": "Report a verdict the guard got wrong: it becomes a labelled example for retraining the validator (aegis train --examples, the Teach view)",
+                "summary": "Report a verdict the guard got wrong: it becomes a proposed example, trained on once a reviewer accepts it (the Teach view, aegis examples accept)",
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackRequest"}}}},
                 "responses": {
                     "201": {"description": "A new example", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackResponse"}}}},
                     "200": {"description": "The same text and label were there: counted again", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackResponse"}}}},
                     "400": {"description": "Malformed JSON", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
                     "401": {"description": "Missing or wrong bearer token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "403": {"description": "Host or Origin not allowed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "429": {"description": "The validator already holds the most proposals a reviewer has not accepted (too_many_pending)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
                     "404": {"description": "No such verdict in history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "422": {"description": "Unknown validator, empty or oversized text, or both or neither of verdict_id and text", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "422": {"description": "Unknown validator or language, empty or oversized text, or both or neither of verdict_id and text", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
                     "503": {"description": "The model is loading, or the server keeps no history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
                 }
             }},
@@ -98,17 +103,18 @@ pub fn document() -> Value {
                         "violates": {"type": "boolean", "description": "The correct answer: true when the text violates the policy"},
                         "verdict_id": {"type": "integer", "description": "A recorded verdict; give this or text"},
                         "text": {"type": "string", "description": "The message; give this or verdict_id"},
-                        "lang": {"type": "string", "description": "id or en; detected when left out"}
+                        "lang": {"type": "string", "enum": ["id", "en"], "description": "id or en; detected when left out"}
                     }
                 },
                 "FeedbackResponse": {
                     "type": "object",
-                    "required": ["example_id", "validator", "violates", "merged"],
+                    "required": ["example_id", "validator", "violates", "merged", "pending"],
                     "properties": {
                         "example_id": {"type": "integer"},
                         "validator": {"type": "string"},
                         "violates": {"type": "boolean"},
-                        "merged": {"type": "boolean"}
+                        "merged": {"type": "boolean"},
+                        "pending": {"type": "boolean", "description": "Always true: not trained on until a reviewer accepts it"}
                     }
                 },
                 "GuardRequest": {

@@ -1,5 +1,5 @@
-//! `POST /feedback` on the real server: a reported mistake becomes a labelled example in the real
-//! history, behind the token, and bad input is answered with 4xx JSON.
+//! `POST /feedback` on the real server: a reported mistake becomes a proposed example in the real
+//! history, behind the token, trained on only once accepted; bad input is answered with 4xx JSON.
 
 use aegis_server::ServerConfig;
 use serde_json::{json, Value};
@@ -73,6 +73,16 @@ async fn feedback_becomes_an_example_behind_the_token() {
     assert_eq!(spam.times_added, 2);
     assert!(!spam.violates);
     assert_eq!(spam.origin.as_str(), "feedback");
+    assert!(examples.iter().all(|e| e.pending), "{examples:?}");
+    assert_eq!(spam.submitted_by.as_deref(), Some("127.0.0.1"));
+    assert_eq!(answer["pending"], json!(true));
+
+    // Proposals are not training rows until a reviewer accepts them.
+    assert!(aegis_teach::taught_rows(examples.clone()).is_empty());
+    assert!(server.store.accept_example(spam.id).await.expect("accept"));
+    let taught = aegis_teach::taught_rows(server.store.examples(None).await.expect("examples"));
+    assert_eq!(taught.len(), 1);
+    assert_eq!(taught[0].text, spam.text);
 }
 
 #[tokio::test]
@@ -116,6 +126,12 @@ async fn bad_feedback_is_refused_with_json_and_keeps_nothing() {
             "invalid_request",
         ),
         ("{\"validator\": ".to_string(), 400, "malformed_json"),
+        (
+            json!({"validator": "spam", "violates": true, "text": "x", "lang": "../../etc"})
+                .to_string(),
+            422,
+            "unknown_language",
+        ),
         (
             json!({"validator": "spam", "violates": true, "text": "x".repeat(40_000)}).to_string(),
             422,

@@ -22,6 +22,8 @@ pub enum StoreError {
     },
     #[error("{0}")]
     Invalid(String),
+    #[error("{validator} already has {limit} proposed examples waiting for a reviewer; accept or remove some first")]
+    TooManyPending { validator: String, limit: usize },
     #[error("export failed: {0}")]
     Export(String),
 }

@@ -11,6 +11,10 @@ use crate::time::now_millis;
 /// Longest example text kept, in bytes: the guard's own input limit is far below this.
 const MAX_EXAMPLE_BYTES: usize = 32 * 1024;
 
+/// Proposed examples one validator may hold unreviewed: a client cannot fill the database, and a
+/// reviewer is not handed more than a sitting's work.
+pub const MAX_PENDING_PER_VALIDATOR: usize = 500;
+
 /// Where an example came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -67,6 +71,15 @@ pub struct NewExample {
     pub language: String,
     pub origin: ExampleOrigin,
     pub verdict_id: Option<i64>,
+    /// Who sent it, for examples from outside the console (the HTTP client's address).
+    pub submitted_by: Option<String>,
+}
+
+impl NewExample {
+    /// Only a reviewer's own examples are trained on at once; a client's feedback is proposed.
+    pub fn is_proposal(&self) -> bool {
+        self.origin == ExampleOrigin::Feedback
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,6 +99,9 @@ pub struct StoredExample {
     pub times_added: i64,
     /// The same text is also stored with the other label.
     pub contradicted: bool,
+    /// Proposed through /feedback and not yet accepted by a reviewer: not trained on.
+    pub pending: bool,
+    pub submitted_by: Option<String>,
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub updated_at: i64,
 }
@@ -134,7 +150,7 @@ fn check_new(example: &NewExample) -> Result<String> {
 }
 
 const SELECT_EXAMPLES: &str = "SELECT e.id, e.validator_key, e.text, e.label, e.language, e.origin,
-        e.verdict_id, e.times_added, e.updated_at,
+        e.verdict_id, e.times_added, e.updated_at, e.accepted = 0, e.submitted_by,
         EXISTS (SELECT 1 FROM examples o WHERE o.validator_key = e.validator_key
                 AND o.normalized = e.normalized AND o.label <> e.label) AS contradicted
      FROM examples e";
@@ -150,6 +166,8 @@ type ExampleRow = (
     i64,
     i64,
     bool,
+    Option<String>,
+    bool,
 );
 
 fn into_example(row: ExampleRow) -> Result<StoredExample> {
@@ -163,6 +181,8 @@ fn into_example(row: ExampleRow) -> Result<StoredExample> {
         verdict_id,
         times_added,
         updated_at,
+        pending,
+        submitted_by,
         contradicted,
     ) = row;
     Ok(StoredExample {
@@ -175,6 +195,8 @@ fn into_example(row: ExampleRow) -> Result<StoredExample> {
         verdict_id,
         times_added,
         contradicted,
+        pending,
+        submitted_by,
         updated_at,
     })
 }
@@ -190,12 +212,20 @@ impl Store {
             .await?;
         let added = if let Some(id) = existing {
             self.count_again(&mut tx, id, 1, now).await?;
+            if !example.is_proposal() {
+                // A reviewer saying the same as a proposal accepts it.
+                self.set_accepted(&mut tx, id).await?;
+            }
             Added::Merged { id }
         } else {
+            if example.is_proposal() {
+                self.room_for_a_proposal(&mut tx, &example.validator)
+                    .await?;
+            }
             let id = sqlx::query_scalar(
                 "INSERT INTO examples (validator_key, text, normalized, label, language, origin,
-                     verdict_id, created_at, updated_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                     verdict_id, created_at, updated_at, accepted, submitted_by)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             )
             .bind(&example.validator)
             .bind(example.text.trim())
@@ -206,6 +236,8 @@ impl Store {
             .bind(example.verdict_id)
             .bind(now)
             .bind(now)
+            .bind(!example.is_proposal())
+            .bind(&example.submitted_by)
             .fetch_one(&mut *tx)
             .await
             .map_err(|e| self.sql(e))?;
@@ -256,8 +288,10 @@ impl Store {
         let twin = self
             .twin(&mut tx, &validator, &normalized, violates)
             .await?;
+        // Relabelling is a reviewer's decision on the text, so it also accepts a proposal.
         let added = if let Some(twin) = twin {
             self.count_again(&mut tx, twin, times, now).await?;
+            self.set_accepted(&mut tx, twin).await?;
             sqlx::query("DELETE FROM examples WHERE id = ?")
                 .bind(id)
                 .execute(&mut *tx)
@@ -265,7 +299,7 @@ impl Store {
                 .map_err(|e| self.sql(e))?;
             Added::Merged { id: twin }
         } else {
-            sqlx::query("UPDATE examples SET label = ?, updated_at = ? WHERE id = ?")
+            sqlx::query("UPDATE examples SET label = ?, updated_at = ?, accepted = 1 WHERE id = ?")
                 .bind(violates)
                 .bind(now)
                 .bind(id)
@@ -316,6 +350,45 @@ impl Store {
         Ok(())
     }
 
+    /// Accepts a proposed example, so it is trained on; `false` when there is none with that id.
+    pub async fn accept_example(&self, id: i64) -> Result<bool> {
+        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let found = self.set_accepted(&mut tx, id).await?;
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(found)
+    }
+
+    async fn set_accepted(&self, tx: &mut sqlx::SqliteConnection, id: i64) -> Result<bool> {
+        let done = sqlx::query("UPDATE examples SET accepted = 1 WHERE id = ?")
+            .bind(id)
+            .execute(tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Refuses a new proposal when the validator's are at [`MAX_PENDING_PER_VALIDATOR`].
+    async fn room_for_a_proposal(
+        &self,
+        tx: &mut sqlx::SqliteConnection,
+        validator: &str,
+    ) -> Result<()> {
+        let pending: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM examples WHERE validator_key = ? AND accepted = 0",
+        )
+        .bind(validator)
+        .fetch_one(tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        if pending as usize >= MAX_PENDING_PER_VALIDATOR {
+            return Err(StoreError::TooManyPending {
+                validator: validator.to_string(),
+                limit: MAX_PENDING_PER_VALIDATOR,
+            });
+        }
+        Ok(())
+    }
+
     /// Removes an example; `false` when there was none with that id.
     pub async fn remove_example(&self, id: i64) -> Result<bool> {
         let done = sqlx::query("DELETE FROM examples WHERE id = ?")
@@ -345,6 +418,7 @@ mod tests {
             language: "en".into(),
             origin: ExampleOrigin::Manual,
             verdict_id: None,
+            submitted_by: None,
         };
         assert!(check_new(&example).is_err());
         example.text = "x".repeat(MAX_EXAMPLE_BYTES + 1);

@@ -22,7 +22,7 @@ mod time;
 
 pub use error::{Result, StoreError};
 pub use eval_runs::{EvalRunSummary, StoredEvalRun};
-pub use examples::{Added, ExampleOrigin, NewExample, StoredExample};
+pub use examples::{Added, ExampleOrigin, NewExample, StoredExample, MAX_PENDING_PER_VALIDATOR};
 pub use export::ExportFormat;
 pub use filter::{HistoryFilter, ScoreRange};
 pub use head_versions::{content_hash, HeadVersion, NewHeadVersion};

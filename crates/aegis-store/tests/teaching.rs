@@ -12,6 +12,7 @@ fn example(validator: &str, text: &str, violates: bool) -> NewExample {
         language: "id".into(),
         origin: ExampleOrigin::Manual,
         verdict_id: None,
+        submitted_by: None,
     }
 }
 
@@ -86,6 +87,7 @@ async fn an_example_keeps_its_verdict_until_the_verdict_is_deleted() {
         .add_example(&NewExample {
             origin: ExampleOrigin::Mark,
             verdict_id: Some(verdict),
+            submitted_by: None,
             ..example("spam", "Beli sekarang diskon 90%", false)
         })
         .await
@@ -138,4 +140,54 @@ async fn head_versions_come_back_byte_for_byte_newest_first() {
     assert_eq!(stored.note, "trained");
     assert!(s.head_version(999).await.expect("read").is_none());
     assert!(s.save_head_version(&version(b"", "empty")).await.is_err());
+}
+
+#[tokio::test]
+async fn feedback_is_pending_until_a_reviewer_accepts_it_and_its_count_is_capped() {
+    use aegis_store::{StoreError, MAX_PENDING_PER_VALIDATOR};
+    let t = temp_store().await;
+    let s = &t.store;
+    let proposal = |text: String| NewExample {
+        origin: ExampleOrigin::Feedback,
+        submitted_by: Some("127.0.0.1".into()),
+        ..example("spam", &text, true)
+    };
+    let first = s
+        .add_example(&proposal("Promo gratis klik link ini".into()))
+        .await
+        .expect("proposed");
+    let listed = s.examples(Some("spam")).await.expect("list");
+    assert!(listed[0].pending);
+    assert_eq!(listed[0].submitted_by.as_deref(), Some("127.0.0.1"));
+    // A reviewer teaching the same text accepts the proposal.
+    s.add_example(&example("spam", "Promo gratis  klik link ini", true))
+        .await
+        .expect("reviewer");
+    assert!(!s.examples(Some("spam")).await.expect("list")[0].pending);
+
+    for i in 1..MAX_PENDING_PER_VALIDATOR {
+        s.add_example(&proposal(format!("promo nomor {i}")))
+            .await
+            .expect("room");
+    }
+    s.add_example(&proposal("promo nomor 0".into()))
+        .await
+        .expect("the accepted one left room for one more");
+    let full = s.add_example(&proposal("satu lagi".into())).await;
+    assert!(
+        matches!(full, Err(StoreError::TooManyPending { .. })),
+        "{full:?}"
+    );
+    // A duplicate of a pending one only counts again, and other validators have their own room.
+    s.add_example(&proposal("promo nomor 3".into()))
+        .await
+        .expect("merged");
+    s.add_example(&NewExample {
+        validator: "toxic".into(),
+        ..proposal("dasar bodoh".into())
+    })
+    .await
+    .expect("another validator");
+    assert!(s.accept_example(first.id()).await.expect("accept"));
+    assert!(!s.accept_example(999_999).await.expect("none"));
 }

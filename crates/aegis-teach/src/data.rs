@@ -87,6 +87,8 @@ pub fn read_messages(
 pub fn taught_rows(examples: Vec<StoredExample>) -> Vec<LabelledMessage> {
     examples
         .into_iter()
+        // A client's proposal is not trained on until a reviewer accepts it.
+        .filter(|e| !e.pending)
         .map(|e| LabelledMessage {
             id: Some(format!("example:{}", e.id)),
             text: e.text,

@@ -9,4 +9,8 @@ times_added: number,
 /**
  * The same text is also stored with the other label.
  */
-contradicted: boolean, updated_at: number, };
+contradicted: boolean, 
+/**
+ * Proposed through /feedback and not yet accepted by a reviewer: not trained on.
+ */
+pending: boolean, submitted_by: string | null, updated_at: number, };

@@ -109,6 +109,7 @@ export const api = {
     call<number>("mark_verdict", { verdictId, validator, violates }),
   relabelExample: (id: number, violates: boolean) => call<number>("relabel_example", { id, violates }),
   removeExample: (id: number) => call<boolean>("remove_example", { id }),
+  acceptExample: (id: number) => call<boolean>("accept_example", { id }),
   createValidator: (validator: NewValidator) => call<string>("create_validator", { validator }),
   /** Trains a head; progress arrives as `train` events, `cancelRun(trainId)` stops it. */
   trainHead: (trainId: string, validator: string) => call<TrainReport>("train_head", { trainId, validator }),

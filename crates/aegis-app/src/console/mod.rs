@@ -197,11 +197,7 @@ impl Console {
     }
 
     fn rejection_language(&self) -> Option<Language> {
-        match lock(&self.settings).rejection_language.as_str() {
-            "id" => Some(Language::Indonesian),
-            "en" => Some(Language::English),
-            _ => None,
-        }
+        Language::from_code(&lock(&self.settings).rejection_language)
     }
 
     pub fn app_info(&self) -> AppInfo {
