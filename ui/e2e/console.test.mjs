@@ -352,4 +352,23 @@ test("the HTTP endpoint turns on and answers /health", async () => {
   const body = await res.json();
   assert.equal(body.status, "healthy", JSON.stringify(body));
   await shot("07-settings");
+
+  // A page on another origin is refused before its body is read; a client's feedback is only a
+  // proposal until a reviewer accepts it in the Teach view.
+  const feedback = (headers) =>
+    fetch(`http://127.0.0.1:${HTTP_PORT}/feedback`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ validator: "toxic", violates: true, text: "kamu memang tidak berguna sama sekali", lang: "id" }),
+    });
+  assert.equal((await feedback({ origin: "http://attacker.example" })).status, 403);
+  const proposed = await feedback({});
+  assert.equal(proposed.status, 201);
+  assert.equal((await proposed.json()).pending, true);
+  await go("teach");
+  await d.click(await d.waitFor('[data-testid="teach-toxic"]'));
+  await d.click(await d.waitFor('[data-testid="example-accept"]'));
+  await d.waitFor('[data-testid="example-row"]', {
+    accept: async () => (await d.execute("return document.querySelectorAll('[data-testid=example-pending]').length")) === 0,
+  });
 });
