@@ -30,6 +30,8 @@ pub struct FakeModel {
     pub scores: Vec<(&'static str, f32)>,
     /// What generation returns; `None` makes it fail.
     pub generated: Option<&'static str>,
+    /// A prompt containing this panics when scored or encoded: a bug in the model's code.
+    pub panics_on: Option<&'static str>,
     /// Prompts scored and messages encoded so far, for tests of what ran.
     pub prompts_run: AtomicUsize,
     pub encodings_run: AtomicUsize,
@@ -50,8 +52,19 @@ impl FakeModel {
             },
             scores,
             generated: None,
+            panics_on: None,
             prompts_run: AtomicUsize::new(0),
             encodings_run: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl FakeModel {
+    fn panic_if_asked(&self, prompts: &[Prompt]) {
+        if let Some(marker) = self.panics_on {
+            if prompts.iter().any(|p| text_of(p).contains(marker)) {
+                panic!("the fake model panicked on {marker:?}");
+            }
         }
     }
 }
@@ -76,6 +89,7 @@ impl LanguageModel for FakeModel {
         Ok(text_of(prompt).split_whitespace().count())
     }
     fn score(&self, prompts: &[Prompt]) -> crate::Result<Scores> {
+        self.panic_if_asked(prompts);
         self.prompts_run.fetch_add(prompts.len(), Ordering::Relaxed);
         let answers = prompts
             .iter()
@@ -103,6 +117,7 @@ impl LanguageModel for FakeModel {
         Ok(Scores { answers })
     }
     fn encode_batch(&self, prompts: &[Prompt], layers: &[usize]) -> Vec<crate::Result<Encoding>> {
+        self.panic_if_asked(prompts);
         prompts
             .iter()
             .map(|p| {

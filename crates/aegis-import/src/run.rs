@@ -89,6 +89,8 @@ pub async fn check_on_worker(
         }
         Err(WorkerError::Guard(GuardError::Engine(e))) => Err(CheckFailure::Fatal(e.to_string())),
         Err(WorkerError::Guard(e)) => Err(CheckFailure::BadRow(e.to_string())),
+        // That row alone failed; the worker caught it and goes on.
+        Err(e @ WorkerError::Panicked(_)) => Err(CheckFailure::BadRow(e.to_string())),
         Err(e) => Err(CheckFailure::Fatal(e.to_string())),
     }
 }

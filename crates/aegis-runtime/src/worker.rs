@@ -8,6 +8,7 @@
 //! import, the window) is scored in one batch, up to a bound on batch text. A lone request never
 //! waits for company: the worker only takes what has already arrived.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, RwLock};
 
 use aegis_engine::ModelInfo;
@@ -33,6 +34,10 @@ pub enum WorkerError {
     Failed(String),
     #[error("the model worker has stopped")]
     Stopped,
+    /// Checking this input panicked inside the model thread. The thread caught it and goes on;
+    /// inputs batched with it were checked again on their own.
+    #[error("checking this message failed inside the model thread ({0}); the guard goes on")]
+    Panicked(String),
     #[error(transparent)]
     Guard(#[from] GuardError),
 }
@@ -65,10 +70,21 @@ struct Job {
     input: GuardInput,
     /// Runs this guard instead of the current one (a template being tried before it is saved).
     guard: Option<LoadedGuard>,
-    reply: oneshot::Sender<Result<Checked, GuardError>>,
+    reply: oneshot::Sender<Result<Checked, WorkerError>>,
 }
 
 impl Job {
+    fn answer(self, loaded: &LoadedGuard, verdict: Result<Verdict, GuardError>) {
+        let _ = self.reply.send(
+            verdict
+                .map(|verdict| Checked {
+                    verdict,
+                    templates: loaded.templates.clone(),
+                })
+                .map_err(WorkerError::from),
+        );
+    }
+
     /// What the job adds to a batch's text: the turn and the context read with it.
     fn text_bytes(&self) -> usize {
         let context: usize = self.input.context.iter().map(|t| t.content.len()).sum();
@@ -119,10 +135,19 @@ impl Worker {
         let spawned = std::thread::Builder::new()
             .name("aegis-model".into())
             .spawn(move || {
-                let guard = match load() {
-                    Ok(guard) => guard,
-                    Err(message) => {
+                // Whatever ends this thread, /health and every caller hear that it is down.
+                let _down = SaysWhenDown(this.clone());
+                let guard = match catch_unwind(AssertUnwindSafe(load)) {
+                    Ok(Ok(guard)) => guard,
+                    Ok(Err(message)) => {
                         tracing::error!(%message, "model failed to load");
+                        this.set_status(ModelStatus::Failed(message));
+                        return;
+                    }
+                    Err(panic) => {
+                        let message =
+                            format!("loading the model panicked: {}", panic_message(&*panic));
+                        tracing::error!(%message);
                         this.set_status(ModelStatus::Failed(message));
                         return;
                     }
@@ -175,15 +200,44 @@ impl Worker {
         }
         for (loaded, jobs) in groups {
             let inputs: Vec<GuardInput> = jobs.iter().map(|j| j.input.clone()).collect();
-            let verdicts = loaded.guard.check_inputs(&inputs);
-            if jobs.len() > 1 {
-                tracing::debug!(messages = jobs.len(), "scored a batch");
+            match catch_unwind(AssertUnwindSafe(|| loaded.guard.check_inputs(&inputs))) {
+                Ok(verdicts) => {
+                    if jobs.len() > 1 {
+                        tracing::debug!(messages = jobs.len(), "scored a batch");
+                    }
+                    for (job, verdict) in jobs.into_iter().zip(verdicts) {
+                        job.answer(&loaded, verdict);
+                    }
+                }
+                Err(panic) => {
+                    tracing::error!(
+                        messages = jobs.len(),
+                        panic = panic_message(&*panic),
+                        "a batch panicked in the model thread; checking its messages one by one"
+                    );
+                    // What the panic left half-written in the cache must not be reused.
+                    loaded.guard.model().clear_prefix_cache();
+                    for job in jobs {
+                        self.run_alone(&loaded, job);
+                    }
+                }
             }
-            for (job, verdict) in jobs.into_iter().zip(verdicts) {
-                let _ = job.reply.send(verdict.map(|verdict| Checked {
-                    verdict,
-                    templates: loaded.templates.clone(),
-                }));
+        }
+    }
+
+    /// One job on its own, after its batch panicked: only the input that panics fails.
+    fn run_alone(&self, loaded: &LoadedGuard, job: Job) {
+        let input = std::slice::from_ref(&job.input);
+        match catch_unwind(AssertUnwindSafe(|| loaded.guard.check_inputs(input))) {
+            Ok(mut verdicts) => {
+                let verdict = verdicts.pop().unwrap_or(Err(GuardError::EmptyText));
+                job.answer(loaded, verdict);
+            }
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                tracing::error!(panic = %message, "checking one message panicked; the worker goes on");
+                loaded.guard.model().clear_prefix_cache();
+                let _ = job.reply.send(Err(WorkerError::Panicked(message)));
             }
         }
     }
@@ -296,8 +350,31 @@ impl Worker {
                 .await
                 .map_err(|_| WorkerError::Stopped)?,
         }
-        Ok(answer.await.map_err(|_| WorkerError::Stopped)??)
+        answer.await.map_err(|_| WorkerError::Stopped)?
     }
+}
+
+/// Marks the worker down when its thread ends other than by the worker being dropped (a panic the
+/// batch guards did not catch), so `/health` and callers do not wait on a thread that is gone.
+struct SaysWhenDown(Worker);
+
+impl Drop for SaysWhenDown {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.set_status(ModelStatus::Failed(
+                "the model thread stopped after a panic; restart the server".into(),
+            ));
+        }
+    }
+}
+
+/// The text a panic was raised with.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// How a request is let into the queue.
@@ -325,5 +402,45 @@ mod tests {
             .await
             .expect_err("no model");
         assert!(matches!(refused, WorkerError::Failed(m) if m == "no weights here"));
+    }
+
+    #[tokio::test]
+    async fn a_panic_fails_only_the_message_that_caused_it_and_the_worker_goes_on() {
+        use aegis_engine::testing::FakeModel;
+        use aegis_guard::{Guard, Validator};
+        let mut model = FakeModel::new(vec![]);
+        model.panics_on = Some("KABOOM");
+        let validator = Validator::parse(
+            std::path::Path::new("spam.txt"),
+            "---\nname: Spam\nrejection:\n  id: Maaf.\n  en: Sorry.\n---\nMessage: {{message}}\nIs it spam?\n",
+        )
+        .expect("template");
+        let guard = Guard::new(std::sync::Arc::new(model), vec![validator]);
+        let worker = Worker::start(8, move || Ok(guard));
+        worker.settled().await;
+        // Queued together, so the worker takes them as one batch.
+        let (calm, boom, also_calm) = tokio::join!(
+            worker.check("halo apa kabar"),
+            worker.check("KABOOM"),
+            worker.check("selamat pagi"),
+        );
+        assert!(calm.is_ok(), "{calm:?}");
+        assert!(also_calm.is_ok(), "{also_calm:?}");
+        assert!(
+            matches!(&boom, Err(WorkerError::Panicked(m)) if m.contains("KABOOM")),
+            "{boom:?}"
+        );
+        assert!(matches!(worker.status(), ModelStatus::Ready(_)));
+        assert!(worker.check("lagi").await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_load_that_panics_is_a_failed_model_not_a_hang() {
+        let worker = Worker::start(1, || panic!("weights are upside down"));
+        let status = worker.settled().await;
+        assert!(
+            matches!(&status, ModelStatus::Failed(m) if m.contains("upside down")),
+            "{status:?}"
+        );
     }
 }

@@ -70,6 +70,11 @@ pub(crate) fn worker_error(error: WorkerError) -> ApiError {
             code: "backend_unavailable",
             ..ApiError::busy(e.to_string(), BACKEND_RETRY_AFTER_S)
         },
+        WorkerError::Panicked(_) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            error.to_string(),
+        ),
         WorkerError::Guard(GuardError::EmptyText) => {
             ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
         }

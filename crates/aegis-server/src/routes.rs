@@ -334,7 +334,10 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
             }
             model
         }
-        ModelStatus::Failed(error) => json!({"state": "failed", "error": error}),
+        ModelStatus::Failed(error) => {
+            status = "degraded";
+            json!({"state": "failed", "error": error})
+        }
     };
     Json(json!({
         "status": status,

@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
 
-use crate::fake::{fake_router, post, send};
+use crate::fake::{fake_router, fake_router_on, post, send};
 
 const JSON: &str = "application/json";
 
@@ -262,4 +262,28 @@ async fn too_many_turns_are_refused_naming_the_limit_before_any_work() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+}
+
+#[tokio::test]
+async fn a_panicking_check_gets_500_naming_it_and_the_next_check_works() {
+    let mut model = aegis_engine::testing::FakeModel::new(vec![]);
+    model.panics_on = Some("KABOOM");
+    let router = fake_router_on(model, ServerConfig::default()).await;
+    let ask = |question: &str| {
+        post(
+            "/validate",
+            JSON,
+            json!({"user_id": "u", "question": question}).to_string(),
+        )
+    };
+    let message = expect_error(send(&router, ask("KABOOM")).await, 500, "internal_error");
+    assert!(message.contains("KABOOM"), "{message}");
+    let (status, body) = send(&router, ask("halo, apa kabar?")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let get = Request::get("/health")
+        .body(Body::empty())
+        .expect("request");
+    let (_, health) = send(&router, get).await;
+    assert_eq!(health["status"], "healthy", "{health}");
+    assert_eq!(health["model"]["state"], "ready", "{health}");
 }

@@ -15,7 +15,11 @@ use tower::ServiceExt;
 
 /// The API's router on the shipped templates and a fake model, with no history.
 pub async fn fake_router(config: ServerConfig) -> axum::Router {
-    let mut model = FakeModel::new(vec![]);
+    fake_router_on(FakeModel::new(vec![]), config).await
+}
+
+/// [`fake_router`] on a fake model set up by the test.
+pub async fn fake_router_on(mut model: FakeModel, config: ServerConfig) -> axum::Router {
     // Room for the shipped templates (a word is a token here), not for 5,000 words.
     model.info.context_length = 2048;
     let model = Arc::new(model);
