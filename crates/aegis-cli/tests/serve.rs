@@ -93,11 +93,23 @@ impl Served {
         }
     }
 
-    fn rest_of_log(self) -> String {
+    /// What the server logged after it said where it listens, once it has exited.
+    fn rest_of_log(&mut self) -> String {
         self.log
+            .by_ref()
             .map_while(Result::ok)
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+/// A test that fails must not leave its server running (it holds the test's output open).
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.process.try_wait(), Ok(None)) {
+            let _ = self.process.kill();
+            let _ = self.process.wait();
+        }
     }
 }
 
@@ -235,4 +247,79 @@ fn a_blank_token_or_origin_that_is_not_one_is_refused_at_start() {
         "{}",
         crate::stderr(&origin)
     );
+}
+
+/// The process's resident memory, in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kib / 1024.0
+}
+
+/// CPU time the process has used, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("stat")
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    ticks / 100.0
+}
+
+#[test]
+fn eight_long_answers_at_once_are_bounded_and_stop_when_their_clients_leave() {
+    let mut served = Served::start(&[]);
+    let pid = served.process.id();
+    let before = rss_mib(pid);
+    let long_turn = "The harbour was quiet that morning and the boats rocked gently. ".repeat(60);
+    let clients: Vec<TcpStream> = (0..8)
+        .map(|i| {
+            let body = serde_json::json!({
+                "user_id": format!("heavy-{i}"),
+                "answer": true,
+                "messages": [
+                    {"role": "user", "content": "Tell me about the harbour."},
+                    {"role": "assistant", "content": long_turn},
+                    {"role": "user", "content": "Now tell me a much longer story about it, in many chapters."}
+                ]
+            })
+            .to_string();
+            served.post_open("/chat", "Host: localhost\r\n", &body)
+        })
+        .collect();
+    let mut peak = before;
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        peak = peak.max(rss_mib(pid));
+    }
+    // The clients give up.
+    drop(clients);
+    std::thread::sleep(Duration::from_secs(5));
+    let used_before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    let busy = (cpu_seconds(pid) - used_before) / 2.0;
+    assert!(
+        peak - before <= 600.0,
+        "resident memory grew {:.0} MiB (from {before:.0} to {peak:.0})",
+        peak - before
+    );
+    assert!(
+        busy < 0.1,
+        "still {:.0}% of a core busy 5 s after the clients left",
+        busy * 100.0
+    );
+    // And the server still answers.
+    let health = served.get("/health", "localhost");
+    assert!(health.contains("\"ready\""), "{health}");
+    served.terminate();
+    served.exits_within(Duration::from_secs(5));
 }

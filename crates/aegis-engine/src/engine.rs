@@ -430,18 +430,25 @@ impl LanguageModel for GemmaEngine {
         &self,
         prompt: &[Segment],
         max_tokens: usize,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
     ) -> Result<String> {
         let ids = self.encode_checked(prompt)?.ids;
         let stops = self.tokenizer.stop_ids();
         let mut cache = KvCache::default();
+        // The prompt is read in chunks, and the caller asked between them (with no new text),
+        // so one that has gone away stops a long prompt within a chunk, not after all of it.
+        let mut hidden = None;
+        for chunk in ids.chunks(PREFILL_CHUNK_TOKENS) {
+            hidden = Some(self.model.forward(chunk, &mut cache)?);
+            if on_text("").is_break() {
+                return Ok(String::new());
+            }
+        }
+        let mut hidden = hidden.ok_or(EngineError::EmptyPrompt)?;
         let mut generated: Vec<u32> = Vec::new();
         let mut emitted = 0usize;
         let mut text = String::new();
-        let mut input = ids;
-        while generated.len() < max_tokens && cache.len() + input.len() <= self.info.context_length
-        {
-            let hidden = self.model.forward(&input, &mut cache)?;
+        while generated.len() < max_tokens {
             let next = argmax(&self.model.logits(&Gemma3::last_row(&hidden)?)?);
             if stops.contains(&next) {
                 break;
@@ -449,17 +456,25 @@ impl LanguageModel for GemmaEngine {
             generated.push(next);
             text = self.tokenizer.decode(&generated)?;
             // Hold back a trailing partial UTF-8 sequence until the next token completes it.
-            if !text.ends_with('\u{FFFD}') && text.len() > emitted {
-                if let Some(fresh) = text.get(emitted..) {
-                    on_text(fresh);
-                }
+            let fresh = if !text.ends_with('\u{FFFD}') && text.len() > emitted {
+                let fresh = text.get(emitted..).unwrap_or("");
                 emitted = text.len();
+                fresh
+            } else {
+                ""
+            };
+            if on_text(fresh).is_break() || cache.len() >= self.info.context_length {
+                break;
             }
-            input = vec![next];
+            hidden = self.model.forward(&[next], &mut cache)?;
         }
         Ok(text)
     }
 }
+
+/// Prompt tokens read per step when writing an answer: small enough that a cancelled answer stops
+/// within a fraction of a second, large enough to keep the matrix products efficient.
+const PREFILL_CHUNK_TOKENS: usize = 64;
 
 /// Runs `run` once over every item that `prepared` holds, in item order, so the model sees one
 /// batch. Items that failed to prepare keep their own error; should the batch fail as a whole,

@@ -1,6 +1,8 @@
 //! What the guard asks of a model, whatever runs it: the `LanguageModel` trait and the answers
 //! it gives.
 
+use std::ops::ControlFlow;
+
 use crate::error::{EngineError, Result};
 use crate::prefix_cache::PrefixCacheStats;
 use crate::tokenizer::Segment;
@@ -76,13 +78,20 @@ pub trait LanguageModel: Send + Sync {
     fn clear_prefix_cache(&self) {}
 
     /// Greedy decoding after `prompt`, up to `max_tokens`, stopping at the end of the model's turn.
-    /// Each new piece of text is passed to `on_text` as it is produced.
+    /// Each new piece of text is passed to `on_text` as it is produced (an empty one while the
+    /// prompt is still being read); its `Break` stops the generation there (the client went
+    /// away), and the text so far is returned.
     fn generate(
         &self,
         prompt: &[Segment],
         max_tokens: usize,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<String>;
+}
+
+/// An `on_text` for [`LanguageModel::generate`] that neither streams nor stops early.
+pub fn whole_answer(_: &str) -> ControlFlow<()> {
+    ControlFlow::Continue(())
 }
 
 /// One prompt's answer.

@@ -31,7 +31,7 @@ pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
 pub use language_model::{
-    Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
+    whole_answer, Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
 };
 pub use load_options::{DeviceChoice, LoadOptions};
 pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};

@@ -159,11 +159,11 @@ impl LanguageModel for FakeModel {
         &self,
         _: &[Segment],
         _: usize,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
     ) -> crate::Result<String> {
         match self.generated {
             Some(text) => {
-                on_text(text);
+                let _ = on_text(text);
                 Ok(text.to_string())
             }
             None => Err(EngineError::EmptyPrompt),

@@ -229,7 +229,10 @@ fn generation_streams_and_stops() {
     )];
     let mut streamed = String::new();
     let text = engine()
-        .generate(&prompt, 12, &mut |piece| streamed.push_str(piece))
+        .generate(&prompt, 12, &mut |piece| {
+            streamed.push_str(piece);
+            std::ops::ControlFlow::Continue(())
+        })
         .expect("generate");
     assert!(!text.is_empty());
     assert_eq!(streamed, text, "streamed pieces add up to the result");

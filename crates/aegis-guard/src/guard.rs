@@ -486,7 +486,10 @@ impl Guard {
             return templated;
         };
         let prompt = Self::rejection_prompt(failed, language);
-        match self.model.generate(&prompt, max_tokens, &mut |_| {}) {
+        match self
+            .model
+            .generate(&prompt, max_tokens, &mut aegis_engine::whole_answer)
+        {
             Ok(text) if !text.trim().is_empty() => text.trim().to_string(),
             Ok(_) => templated,
             Err(e) => {

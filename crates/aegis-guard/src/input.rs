@@ -147,6 +147,51 @@ pub fn answer_prompt(turns: &[Turn]) -> Vec<aegis_engine::Segment> {
     prompt
 }
 
+/// [`answer_prompt`] for the most recent turns that leave `answer_tokens` of room in `model`'s
+/// context: the oldest turns go first. When the last turn alone leaves no room, the answer
+/// cannot be written and that is [`GuardError::TooLong`] (a 413 to an HTTP client).
+pub fn fitting_answer_prompt(
+    model: &dyn aegis_engine::LanguageModel,
+    turns: &[Turn],
+    answer_tokens: usize,
+) -> Result<Vec<aegis_engine::Segment>> {
+    validate_conversation(turns)?;
+    let limit = model.info().context_length;
+    let fits = |start: usize| -> Result<(bool, usize)> {
+        let tokens = model.count_prompt_tokens(&answer_prompt(&turns[start..]))?;
+        Ok((tokens + answer_tokens <= limit, tokens))
+    };
+    let last = turns.len() - 1;
+    let (last_fits, last_tokens) = fits(last)?;
+    if !last_fits {
+        return Err(GuardError::TooLong {
+            message_tokens: model.count_user_tokens(&turns[last].content)?,
+            prompt_tokens: last_tokens + answer_tokens,
+            limit,
+        });
+    }
+    if fits(0)?.0 {
+        return Ok(answer_prompt(turns));
+    }
+    // Fitting only gets easier as older turns go, so the earliest start that fits is found by
+    // halving: a handful of tokenisations even for a long conversation. turns[low..] does not
+    // fit, turns[high..] does.
+    let (mut low, mut high) = (0, last);
+    while high - low > 1 {
+        let middle = (low + high) / 2;
+        if fits(middle)?.0 {
+            high = middle;
+        } else {
+            low = middle;
+        }
+    }
+    tracing::debug!(
+        dropped = high,
+        "the oldest turns were left out of the answer's prompt to fit the context"
+    );
+    Ok(answer_prompt(&turns[high..]))
+}
+
 /// A conversation has at least one turn and no empty turn.
 pub fn validate_conversation(turns: &[Turn]) -> Result<()> {
     if turns.is_empty() {

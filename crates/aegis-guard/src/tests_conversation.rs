@@ -270,3 +270,32 @@ fn a_report_quoting_abuse_is_read_as_mentioned_only_where_quotes_are_reported() 
         "{harassment:?}"
     );
 }
+
+#[test]
+fn an_answer_prompt_keeps_the_recent_turns_that_fit_and_refuses_a_last_turn_that_cannot() {
+    use aegis_engine::testing::FakeModel;
+    // A word is a token; 64 of them fit, 10 are kept for the answer.
+    let model = FakeModel::new(vec![]);
+    let words = |n: usize| vec!["kata"; n].join(" ");
+    let turns = vec![
+        Turn::user(words(30)),
+        Turn::assistant(words(20)),
+        Turn::user(words(10)),
+    ];
+    let prompt = fitting_answer_prompt(&model, &turns, 10).expect("fits without the first turn");
+    let kept: Vec<&str> = prompt
+        .iter()
+        .filter_map(|s| match s {
+            aegis_engine::Segment::User(text) => Some(text.as_str()),
+            aegis_engine::Segment::Template(_) => None,
+        })
+        .collect();
+    assert_eq!(kept, vec![words(20), words(10)]);
+    let everything = fitting_answer_prompt(&model, &turns[1..], 10).expect("fits");
+    assert_eq!(everything, answer_prompt(&turns[1..]));
+    let too_long = fitting_answer_prompt(&model, &[Turn::user(words(60))], 10);
+    assert!(
+        matches!(too_long, Err(GuardError::TooLong { limit: 64, .. })),
+        "{too_long:?}"
+    );
+}

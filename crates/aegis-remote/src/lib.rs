@@ -293,7 +293,7 @@ impl LanguageModel for RemoteModel {
         &self,
         prompt: &[Segment],
         max_tokens: usize,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
     ) -> aegis_engine::Result<String> {
         let ids = self.ids(prompt)?;
         let request = self.dialect.generate_request(
@@ -309,7 +309,8 @@ impl LanguageModel for RemoteModel {
             .dialect
             .generated_text(&answer)
             .map_err(|m| self.client.error(m))?;
-        on_text(&text);
+        // The server answers in one piece, so there is nothing left to stop.
+        let _ = on_text(&text);
         Ok(text)
     }
 }

@@ -142,7 +142,10 @@ fn a_rejection_message_is_generated_on_the_server() {
     let prompt = Guard::rejection_prompt(&[spam], Language::English);
     let mut streamed = String::new();
     let text = remote
-        .generate(&prompt, 40, &mut |piece| streamed.push_str(piece))
+        .generate(&prompt, 40, &mut |piece| {
+            streamed.push_str(piece);
+            std::ops::ControlFlow::Continue(())
+        })
         .unwrap_or_else(|e| panic!("{e}\n{}", server.log()));
     assert!(!text.trim().is_empty());
     assert_eq!(streamed, text);

@@ -2,7 +2,7 @@
 //! with the loaded model, check the answer in the conversation, and give the rejection instead of
 //! an answer that fails.
 
-use aegis_guard::{answer_prompt, GuardInput, Status, Turn, Verdict};
+use aegis_guard::{GuardInput, Status, Turn, Verdict};
 
 use aegis_store::Store;
 
@@ -42,8 +42,8 @@ impl Gated {
 }
 
 /// Runs the gate on `turns`, whose last turn is the user's. Each check goes through the worker's
-/// queue and, with a `store`, into history with its context; the answer is written on a blocking
-/// thread on the worker's model.
+/// queue and, with a `store`, into history with its context; the answer is written by the worker
+/// too, from the most recent turns that fit the model's context.
 pub async fn answer_gate(
     worker: &Worker,
     store: Option<&Store>,
@@ -69,13 +69,7 @@ pub async fn answer_gate(
             answer: None,
         });
     }
-    let model = worker.guard().ok_or(WorkerError::Loading)?.model().clone();
-    let prompt = answer_prompt(&turns);
-    let written =
-        tokio::task::spawn_blocking(move || model.generate(&prompt, ANSWER_TOKENS, &mut |_| {}))
-            .await
-            .map_err(|_| WorkerError::Stopped)?
-            .map_err(aegis_guard::GuardError::from)?;
+    let written = worker.answer(turns.clone(), ANSWER_TOKENS).await?;
     let answer = written.trim().to_string();
     let index = turns.len();
     let answer_turn = GuardInput {

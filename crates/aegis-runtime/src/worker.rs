@@ -8,11 +8,13 @@
 //! import, the window) is scored in one batch, up to a bound on batch text. A lone request never
 //! waits for company: the worker only takes what has already arrived.
 
+use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use aegis_engine::ModelInfo;
-use aegis_guard::{Guard, GuardError, GuardInput, Verdict};
+use aegis_guard::{fitting_answer_prompt, Guard, GuardError, GuardInput, Turn, Verdict};
 use aegis_store::TemplateContent;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -66,6 +68,35 @@ pub struct Checked {
     pub templates: Arc<[TemplateContent]>,
 }
 
+/// What the model thread does for a caller: check a message, or write an answer.
+enum Work {
+    Check(Job),
+    Answer(AnswerJob),
+}
+
+/// Writing a prototype's answer after `turns`. It runs on the model thread like a check, so
+/// answers are bounded by the queue (and by [`MAX_QUEUED_ANSWERS`]) instead of each taking a
+/// thread and a cache of its own, and it stops when its client goes away.
+struct AnswerJob {
+    turns: Vec<Turn>,
+    max_tokens: usize,
+    reply: oneshot::Sender<Result<String, WorkerError>>,
+    /// Frees its place among the queued answers however the job ends.
+    _place: AnswerPlace,
+}
+
+/// Answers waiting or being written at once; more are refused as busy. An answer holds the model
+/// for seconds, so a few queued already mean a long wait for the next.
+pub const MAX_QUEUED_ANSWERS: usize = 4;
+
+struct AnswerPlace(Arc<AtomicUsize>);
+
+impl Drop for AnswerPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 struct Job {
     input: GuardInput,
     /// Runs this guard instead of the current one (a template being tried before it is saved).
@@ -100,8 +131,9 @@ const MAX_BATCH_TEXT_BYTES: usize = 16 * 1024;
 
 #[derive(Clone)]
 pub struct Worker {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     queue: usize,
+    answers: Arc<AtomicUsize>,
     /// Watched, so callers wait for the model without polling.
     status: Arc<watch::Sender<ModelStatus>>,
     current: Arc<RwLock<Option<LoadedGuard>>>,
@@ -124,10 +156,11 @@ impl Worker {
         F: FnOnce() -> Result<Guard, String> + Send + 'static,
     {
         let queue = queue.max(1);
-        let (jobs, mut receiver) = mpsc::channel::<Job>(queue);
+        let (jobs, mut receiver) = mpsc::channel::<Work>(queue);
         let worker = Self {
             jobs,
             queue,
+            answers: Arc::new(AtomicUsize::new(0)),
             status: Arc::new(watch::Sender::new(ModelStatus::Loading)),
             current: Arc::new(RwLock::new(None)),
         };
@@ -157,16 +190,30 @@ impl Worker {
                 this.set_status(ModelStatus::Ready(info));
                 let mut held_over = None;
                 while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
+                    let first = match first {
+                        Work::Check(job) => job,
+                        Work::Answer(job) => {
+                            this.write_answer(job);
+                            continue;
+                        }
+                    };
                     let mut batch = vec![first];
                     let mut text_bytes = batch[0].text_bytes();
                     while batch.len() < MAX_BATCH_MESSAGES {
-                        let Ok(next) = receiver.try_recv() else { break };
-                        if text_bytes + next.text_bytes() > MAX_BATCH_TEXT_BYTES {
-                            held_over = Some(next);
-                            break;
+                        match receiver.try_recv() {
+                            Ok(Work::Check(next))
+                                if text_bytes + next.text_bytes() <= MAX_BATCH_TEXT_BYTES =>
+                            {
+                                text_bytes += next.text_bytes();
+                                batch.push(next);
+                            }
+                            // Too much text for this batch, or an answer: next, on its own.
+                            Ok(other) => {
+                                held_over = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
                         }
-                        text_bytes += next.text_bytes();
-                        batch.push(next);
                     }
                     this.run_batch(batch);
                 }
@@ -240,6 +287,44 @@ impl Worker {
                 let _ = job.reply.send(Err(WorkerError::Panicked(message)));
             }
         }
+    }
+
+    /// Writes an answer, trimmed to the model's context, and stops as soon as its client is gone.
+    fn write_answer(&self, job: AnswerJob) {
+        if job.reply.is_closed() {
+            return;
+        }
+        let Some(loaded) = self.loaded() else {
+            let _ = job.reply.send(Err(WorkerError::Loading));
+            return;
+        };
+        let model = loaded.guard.model();
+        let reply = &job.reply;
+        let written = catch_unwind(AssertUnwindSafe(|| {
+            let prompt = fitting_answer_prompt(model.as_ref(), &job.turns, job.max_tokens)?;
+            let mut stopped = false;
+            let text = model.generate(&prompt, job.max_tokens, &mut |_| {
+                stopped = reply.is_closed();
+                if stopped {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })?;
+            if stopped {
+                tracing::info!("an answer's client went away: generation stopped");
+            }
+            Ok::<_, GuardError>(text)
+        }));
+        let answer = match written {
+            Ok(written) => written.map_err(WorkerError::from),
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                tracing::error!(panic = %message, "writing an answer panicked; the worker goes on");
+                Err(WorkerError::Panicked(message))
+            }
+        };
+        let _ = job.reply.send(answer);
     }
 
     /// Messages waiting for the model now (at most the queue's size).
@@ -318,6 +403,35 @@ impl Worker {
         self.submit(input.into(), guard, Admission::Waiting).await
     }
 
+    /// Writes the model's answer after `turns` (the user's turn last), at most `max_tokens`, on
+    /// the model thread, in the same queue as checks; answers at once when the model is not
+    /// ready or [`MAX_QUEUED_ANSWERS`] are already waiting ("busy"). Dropping the future stops
+    /// the generation at its next token.
+    pub async fn answer(&self, turns: Vec<Turn>, max_tokens: usize) -> Result<String, WorkerError> {
+        match self.status() {
+            ModelStatus::Loading => return Err(WorkerError::Loading),
+            ModelStatus::Failed(message) => return Err(WorkerError::Failed(message)),
+            ModelStatus::Ready(_) => {}
+        }
+        if self.answers.fetch_add(1, Ordering::AcqRel) >= MAX_QUEUED_ANSWERS {
+            self.answers.fetch_sub(1, Ordering::AcqRel);
+            return Err(WorkerError::Busy(MAX_QUEUED_ANSWERS));
+        }
+        let place = AnswerPlace(self.answers.clone());
+        let (reply, answer) = oneshot::channel();
+        let job = AnswerJob {
+            turns,
+            max_tokens,
+            reply,
+            _place: place,
+        };
+        self.jobs.try_send(Work::Answer(job)).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => WorkerError::Busy(self.queue),
+            mpsc::error::TrySendError::Closed(_) => WorkerError::Stopped,
+        })?;
+        answer.await.map_err(|_| WorkerError::Stopped)?
+    }
+
     async fn submit(
         &self,
         input: GuardInput,
@@ -340,13 +454,13 @@ impl Worker {
             reply,
         };
         match admission {
-            Admission::Immediate => self.jobs.try_send(job).map_err(|e| match e {
+            Admission::Immediate => self.jobs.try_send(Work::Check(job)).map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => WorkerError::Busy(self.queue),
                 mpsc::error::TrySendError::Closed(_) => WorkerError::Stopped,
             })?,
             Admission::Waiting => self
                 .jobs
-                .send(job)
+                .send(Work::Check(job))
                 .await
                 .map_err(|_| WorkerError::Stopped)?,
         }

@@ -295,9 +295,11 @@ fn remote_backend(
 fn original_method(guard: &Guard, prompts: &[Prompt], text: &str) -> Result<()> {
     let mut failed = Vec::new();
     for (prompt, validator) in prompts.iter().zip(guard.validators()) {
-        let answer = guard
-            .model()
-            .generate(prompt, ORIGINAL_ANSWER_TOKENS, &mut |_| {})?;
+        let answer = guard.model().generate(
+            prompt,
+            ORIGINAL_ANSWER_TOKENS,
+            &mut aegis_engine::whole_answer,
+        )?;
         if answer.trim_start().to_lowercase().starts_with("yes") {
             failed.push(validator);
         }
