@@ -239,6 +239,26 @@ fn generation_streams_and_stops() {
 }
 
 #[test]
+fn generation_stops_while_still_reading_a_long_prompt_when_its_caller_has_gone() {
+    let story = "The harbour was quiet and the boats rocked gently. ".repeat(40);
+    let prompt = vec![
+        Segment::Template("<start_of_turn>user\n".into()),
+        Segment::User(story),
+        Segment::Template("<end_of_turn>\n<start_of_turn>model\n".into()),
+    ];
+    let mut asked = 0;
+    let text = engine()
+        .generate(&prompt, 40, &mut |piece| {
+            asked += 1;
+            assert_eq!(piece, "", "no text before the prompt is read");
+            std::ops::ControlFlow::Break(())
+        })
+        .expect("generate");
+    assert_eq!(text, "");
+    assert_eq!(asked, 1, "asked after the first chunk, and stopped there");
+}
+
+#[test]
 fn over_long_prompts_are_refused_with_both_lengths() {
     let long = "kata ".repeat(5000);
     let err = engine()
