@@ -222,6 +222,13 @@ pub fn matmul(
         ldc >= w.outputs && c.len() >= (rows - 1) * ldc + w.outputs,
         "c is too short"
     );
+    // A kind is a request, not a promise: safe code can name `Avx512Bf16` on any CPU, so the
+    // features are checked here, where the unsafe kernel is chosen (the check is cached).
+    #[cfg(target_arch = "x86_64")]
+    let kind = match kind {
+        KernelKind::Avx512Bf16 if !avx512::available() => KernelKind::Portable,
+        other => other,
+    };
     let packed = pack_rows(a, rows, lda, w.inputs);
     let out = Output {
         ptr: c.as_mut_ptr(),
@@ -321,6 +328,34 @@ mod tests {
             }
             // Large enough to split between threads.
             check(kind, 64, 160, 512, true);
+        }
+    }
+
+    #[test]
+    fn any_kind_asked_for_is_safe_on_this_cpu_and_narrow_outputs_end_the_buffer_exactly() {
+        // `Avx512Bf16` named on a CPU without it runs the portable kernel; with it, a product of
+        // 16 or fewer columns whose last row ends `c` forms no pointer past it.
+        for kind in [KernelKind::Avx512Bf16, KernelKind::Portable] {
+            for (rows, outputs) in [(1, 16), (2, 8), (3, 1)] {
+                let inputs = 4;
+                let w: Vec<f32> = (0..outputs * inputs).map(|x| x as f32 * 0.25).collect();
+                let a: Vec<f32> = (0..rows * inputs).map(|x| 1.0 - x as f32 * 0.5).collect();
+                let matrix = Bf16Matrix::from_rows(&w, outputs, inputs);
+                let mut c = vec![0.0f32; rows * outputs];
+                matmul(kind, &a, rows, inputs, &matrix, &mut c, outputs, false);
+                let mut want = vec![0.0f32; rows * outputs];
+                matmul(
+                    KernelKind::Portable,
+                    &a,
+                    rows,
+                    inputs,
+                    &matrix,
+                    &mut want,
+                    outputs,
+                    false,
+                );
+                assert_eq!(c, want, "{kind:?} {rows}x{outputs}");
+            }
         }
     }
 

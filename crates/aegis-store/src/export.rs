@@ -114,6 +114,17 @@ impl Store {
     }
 }
 
+/// A cell a spreadsheet shows as text, never runs as a formula: text from HTTP clients and
+/// imported files that starts with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading
+/// `'` (OWASP's advice against CSV injection). JSONL keeps the text exactly.
+fn as_text_cell(value: &str) -> String {
+    if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{value}")
+    } else {
+        value.to_string()
+    }
+}
+
 fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
     let mut record = vec![
         row.verdict_id.to_string(),
@@ -121,11 +132,11 @@ fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
         row.status.clone(),
         row.case.clone(),
         row.source.clone(),
-        row.user_id.clone().unwrap_or_default(),
+        as_text_cell(row.user_id.as_deref().unwrap_or_default()),
         row.language.clone(),
-        row.text.clone(),
-        row.rejection_message.clone(),
-        row.model_id.clone(),
+        as_text_cell(&row.text),
+        as_text_cell(&row.rejection_message),
+        as_text_cell(&row.model_id),
         format!("{:.1}", row.latency_ms),
         row.review_count.to_string(),
     ];
@@ -139,4 +150,25 @@ fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
         }
     }
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_text_cell;
+
+    #[test]
+    fn a_cell_that_would_be_a_formula_is_kept_as_text() {
+        for formula in [
+            "=HYPERLINK(\"http://x\")",
+            "+1",
+            "-2+3",
+            "@SUM(A1)",
+            "\tx",
+            "\rx",
+        ] {
+            assert_eq!(as_text_cell(formula), format!("'{formula}"));
+        }
+        assert_eq!(as_text_cell("halo = hai"), "halo = hai");
+        assert_eq!(as_text_cell(""), "");
+    }
 }

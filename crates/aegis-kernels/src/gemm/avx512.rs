@@ -23,8 +23,8 @@ pub(super) fn panel(a: &PackedRows, rows: usize, weights: &[u32], panel: usize, 
     for start in (0..rows).step_by(TILE_ROWS) {
         let block = TILE_ROWS.min(rows - start);
         let a_rows = &a.data[start * pairs..(start + block) * pairs];
-        // SAFETY: `KernelKind::Avx512Bf16` is only chosen when `available()` said the CPU has
-        // the features; `tile` reads `block` rows of `pairs` from `a_rows` and `pairs * PANEL`
+        // SAFETY: `matmul` runs this only when `available()` says the CPU has the features,
+        // whatever kind its caller asked for; `tile` reads `block` rows of `pairs` from `a_rows` and `pairs * PANEL`
         // weights, both sized so above, and writes `columns` columns of `block` rows of `c` at
         // row `start`, inside what `matmul` checked and owned by this panel alone.
         unsafe {
@@ -124,7 +124,11 @@ unsafe fn tile<const ROWS: usize>(
     for r in 0..ROWS {
         let row = c.add(r * ldc);
         store(row, low[r], columns.min(16));
-        store(row.add(16), high[r], columns.saturating_sub(16));
+        // Only formed when those columns exist: a pointer past the buffer is undefined
+        // behaviour even unused (a last row of 16 or fewer columns ends the buffer).
+        if columns > 16 {
+            store(row.add(16), high[r], columns - 16);
+        }
     }
 }
 
