@@ -13,6 +13,7 @@ fn export(out: &Path) {
         aegis_app::console::CheckResult::export_all_to(out),
         aegis_guard::TurnsChecked::export_all_to(out),
         aegis_app::console::FilePreview::export_all_to(out),
+        aegis_app::console::Exported::export_all_to(out),
         aegis_app::console::HistoryQuery::export_all_to(out),
         aegis_app::console::TryRow::export_all_to(out),
         aegis_app::console::AppInfo::export_all_to(out),

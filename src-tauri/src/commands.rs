@@ -16,7 +16,7 @@ use tauri::State;
 
 use crate::error::CommandError;
 use aegis_app::console::{
-    AppInfo, CheckResult, Console, FilePreview, HistoryQuery, ModelState, TryRow,
+    AppInfo, CheckResult, Console, Exported, FilePreview, HistoryQuery, ModelState, TryRow,
 };
 use aegis_app::evaluation::EvalView;
 use aegis_app::http::HttpStatus;
@@ -117,13 +117,37 @@ pub async fn verdict(console: Console_<'_>, verdict_id: i64) -> Answer<VerdictDe
     Ok(console.verdict(verdict_id).await?)
 }
 
+/// Exports to a file the user chose in the native save dialog, opened here rather than by the
+/// window: a page could name any path (`~/.bashrc`), a dialog only returns what the user picked.
+/// `None` when the dialog was cancelled.
 #[tauri::command]
 pub async fn export_history(
+    app: tauri::AppHandle,
     console: Console_<'_>,
     query: HistoryQuery,
-    path: PathBuf,
-) -> Answer<u64> {
-    Ok(console.export(&query, &path).await?)
+) -> Answer<Option<Exported>> {
+    use tauri_plugin_dialog::DialogExt;
+    let dialog = app
+        .dialog()
+        .file()
+        .set_file_name("aegis-history.csv")
+        .add_filter("CSV", &["csv"])
+        .add_filter("JSON Lines", &["jsonl"]);
+    let picked = tauri::async_runtime::spawn_blocking(move || dialog.blocking_save_file())
+        .await
+        .ok()
+        .flatten();
+    let Some(path) = picked else {
+        return Ok(None);
+    };
+    let path = path.into_path().map_err(|e| {
+        aegis_app::error::ConsoleError::Invalid(format!("cannot export there: {e}"))
+    })?;
+    let count = console.export(&query, &path).await?;
+    Ok(Some(Exported {
+        count,
+        path: path.display().to_string(),
+    }))
 }
 
 #[tauri::command]

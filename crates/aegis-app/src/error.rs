@@ -22,6 +22,9 @@ pub enum ConsoleError {
     },
     #[error("no verdict {0} in history")]
     NotFound(i64),
+    /// A file the window asked to read that the console will not read.
+    #[error("cannot read {path}: {why}")]
+    Unreadable { path: PathBuf, why: String },
     #[error(transparent)]
     Guard(#[from] aegis_guard::GuardError),
     #[error(transparent)]
@@ -89,7 +92,7 @@ impl ConsoleError {
             ))) => ErrorKind::Unavailable,
             Self::Worker(_) => ErrorKind::Model,
             Self::Store(_) => ErrorKind::Store,
-            Self::Read(_) | Self::Dataset(_) => ErrorKind::File,
+            Self::Read(_) | Self::Dataset(_) | Self::Unreadable { .. } => ErrorKind::File,
             Self::Import(_) => ErrorKind::Import,
             Self::Teach(e) => match e {
                 TeachError::Read { .. } | TeachError::BadRow { .. } => ErrorKind::File,

@@ -58,7 +58,7 @@ impl Console {
                 "a seed draws a sample of a limited number of rows; set a limit too".into(),
             ));
         }
-        let owned = path.to_path_buf();
+        let owned = crate::console::readable_data_file(path)?;
         let dataset = tokio::task::spawn_blocking(move || Dataset::load(&owned))
             .await
             .map_err(|e| ConsoleError::Invalid(e.to_string()))??

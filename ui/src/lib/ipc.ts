@@ -2,7 +2,7 @@
 // with the bindings generated from the Rust definitions.
 import { invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
-import { open, save } from "@tauri-apps/plugin-dialog";
+import { open } from "@tauri-apps/plugin-dialog";
 
 import type { AppInfo } from "../bindings/AppInfo";
 import type { CheckResult } from "../bindings/CheckResult";
@@ -12,6 +12,7 @@ import type { ConsoleEvent } from "../bindings/ConsoleEvent";
 import type { Decision } from "../bindings/Decision";
 import type { EvalRunSummary } from "../bindings/EvalRunSummary";
 import type { EvalView } from "../bindings/EvalView";
+import type { Exported } from "../bindings/Exported";
 import type { FilePreview } from "../bindings/FilePreview";
 import type { HistoryPage } from "../bindings/HistoryPage";
 import type { HistoryQuery } from "../bindings/HistoryQuery";
@@ -80,8 +81,8 @@ export const api = {
     call<HistoryPage>("history", { query, after, limit }),
   historyCount: (query: HistoryQuery) => call<number>("history_count", { query }),
   verdict: (verdictId: number) => call<VerdictDetail>("verdict", { verdictId }),
-  exportHistory: (query: HistoryQuery, path: string) =>
-    call<number>("export_history", { query, path }),
+  /** Opens the native save dialog (from the app, so the window never names the file); null when cancelled. */
+  exportHistory: (query: HistoryQuery) => call<Exported | null>("export_history", { query }),
   templates: () => call<TemplateFile[]>("templates"),
   saveTemplate: (key: string, content: string) => call<TemplateSave>("save_template", { key, content }),
   templateVersions: (key: string) => call<TemplateSave[]>("template_versions", { key }),
@@ -140,14 +141,4 @@ export async function pickDatasetFile(): Promise<string | null> {
     filters: [{ name: "Labelled messages", extensions: ["jsonl", "json", "ndjson", "csv"] }],
   });
   return typeof picked === "string" ? picked : null;
-}
-
-export async function pickExportPath(): Promise<string | null> {
-  return save({
-    defaultPath: "aegis-history.csv",
-    filters: [
-      { name: "CSV", extensions: ["csv"] },
-      { name: "JSON Lines", extensions: ["jsonl"] },
-    ],
-  });
 }

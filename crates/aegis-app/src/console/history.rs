@@ -7,7 +7,7 @@ use aegis_store::{
     parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryPage, NewReview, ReviewQueue,
     Source, VerdictDetail,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::ConsoleError;
 
@@ -29,6 +29,15 @@ pub struct HistoryQuery {
     pub since: Option<String>,
     /// YYYY-MM-DD, inclusive.
     pub until: Option<String>,
+}
+
+/// A finished export: how many verdicts went where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Exported {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub count: u64,
+    pub path: String,
 }
 
 impl Console {

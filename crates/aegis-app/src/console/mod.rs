@@ -7,7 +7,8 @@ mod imports;
 mod model;
 
 pub use editor::TryRow;
-pub use history::HistoryQuery;
+pub use history::{Exported, HistoryQuery};
+pub(crate) use imports::readable_data_file;
 pub use imports::FilePreview;
 pub use model::{Download, ModelState};
 
