@@ -107,6 +107,8 @@ mod tests {
             Validator::parse(Path::new("financial_advice.txt"), template).expect("template");
         let mut model = FakeModel::new(vec![("BBCA", 0.9)]);
         model.generated = Some(answer);
+        // Room for the question and an answer of ANSWER_TOKENS (a word is a token here).
+        model.info.context_length = 1024;
         let worker = Worker::start(4, move || Ok(Guard::new(Arc::new(model), vec![validator])));
         worker.settled().await;
         worker

@@ -233,29 +233,17 @@ async fn too_many_turns_are_refused_naming_the_limit_before_any_work() {
     let body = |n: usize, turns: &str| {
         json!({"user_id": "u", "messages": conversation(n), "turns": turns}).to_string()
     };
-    let message = expect_error(
-        send(
-            &router,
-            post("/validate", JSON, body(limits.max_turns + 1, "last")),
-        )
-        .await,
-        413,
-        "too_many_turns",
-    );
-    assert!(message.contains(&limits.max_turns.to_string()), "{message}");
-    let message = expect_error(
-        send(
-            &router,
-            post("/chat", JSON, body(limits.max_checked_turns + 1, "all")),
-        )
-        .await,
-        413,
-        "too_many_turns",
-    );
-    assert!(
-        message.contains(&limits.max_checked_turns.to_string()),
-        "{message}"
-    );
+    for (path, turns, limit) in [
+        ("/validate", "last", limits.max_turns),
+        ("/chat", "all", limits.max_checked_turns),
+    ] {
+        let message = expect_error(
+            send(&router, post(path, JSON, body(limit + 1, turns))).await,
+            413,
+            "too_many_turns",
+        );
+        assert!(message.contains(&limit.to_string()), "{path}: {message}");
+    }
     let (status, answer) = send(
         &router,
         post("/chat", JSON, body(limits.max_turns - 1, "last")),
