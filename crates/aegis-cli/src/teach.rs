@@ -86,6 +86,15 @@ pub enum HeadsCommand {
     },
 }
 
+/// An error naming the example ids that were not there, if any.
+fn all_found(missing: &[i64]) -> Result<()> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = missing.iter().map(i64::to_string).collect();
+    bail!("no example with id {}", ids.join(", "))
+}
+
 pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
     with_store(&args.db, |store| async move {
         match args.command {
@@ -162,23 +171,19 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                 let mut missing = Vec::new();
                 for id in ids {
                     if !store.remove_example(id).await? {
-                        missing.push(id.to_string());
+                        missing.push(id);
                     }
                 }
-                if !missing.is_empty() {
-                    bail!("no example with id {}", missing.join(", "));
-                }
+                all_found(&missing)?;
             }
             ExamplesCommand::Accept { ids } => {
                 let mut missing = Vec::new();
                 for &id in &ids {
                     if !store.accept_example(id).await? {
-                        missing.push(id.to_string());
+                        missing.push(id);
                     }
                 }
-                if !missing.is_empty() {
-                    bail!("no example with id {}", missing.join(", "));
-                }
+                all_found(&missing)?;
                 println!("{} accepted: the next training uses them", ids.len());
             }
         }

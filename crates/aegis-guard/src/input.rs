@@ -161,6 +161,10 @@ pub fn fitting_answer_prompt(
         let tokens = model.count_prompt_tokens(&answer_prompt(&turns[start..]))?;
         Ok((tokens + answer_tokens <= limit, tokens))
     };
+    // The whole conversation usually fits: one tokenisation.
+    if fits(0)?.0 {
+        return Ok(answer_prompt(turns));
+    }
     let last = turns.len() - 1;
     let (last_fits, last_tokens) = fits(last)?;
     if !last_fits {
@@ -169,9 +173,6 @@ pub fn fitting_answer_prompt(
             prompt_tokens: last_tokens + answer_tokens,
             limit,
         });
-    }
-    if fits(0)?.0 {
-        return Ok(answer_prompt(turns));
     }
     // Fitting only gets easier as older turns go, so the earliest start that fits is found by
     // halving: a handful of tokenisations even for a long conversation. turns[low..] does not

@@ -408,11 +408,7 @@ impl Worker {
     /// ready or [`MAX_QUEUED_ANSWERS`] are already waiting ("busy"). Dropping the future stops
     /// the generation at its next token.
     pub async fn answer(&self, turns: Vec<Turn>, max_tokens: usize) -> Result<String, WorkerError> {
-        match self.status() {
-            ModelStatus::Loading => return Err(WorkerError::Loading),
-            ModelStatus::Failed(message) => return Err(WorkerError::Failed(message)),
-            ModelStatus::Ready(_) => {}
-        }
+        ready(self.status())?;
         if self.answers.fetch_add(1, Ordering::AcqRel) >= MAX_QUEUED_ANSWERS {
             self.answers.fetch_sub(1, Ordering::AcqRel);
             return Err(WorkerError::Busy(MAX_QUEUED_ANSWERS));
@@ -425,11 +421,16 @@ impl Worker {
             reply,
             _place: place,
         };
-        self.jobs.try_send(Work::Answer(job)).map_err(|e| match e {
+        self.enqueue_now(Work::Answer(job))?;
+        answer.await.map_err(|_| WorkerError::Stopped)?
+    }
+
+    /// Queues `work` if there is room now; a full queue is "busy".
+    fn enqueue_now(&self, work: Work) -> Result<(), WorkerError> {
+        self.jobs.try_send(work).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => WorkerError::Busy(self.queue),
             mpsc::error::TrySendError::Closed(_) => WorkerError::Stopped,
-        })?;
-        answer.await.map_err(|_| WorkerError::Stopped)?
+        })
     }
 
     async fn submit(
@@ -438,15 +439,10 @@ impl Worker {
         guard: Option<LoadedGuard>,
         admission: Admission,
     ) -> Result<Checked, WorkerError> {
-        let status = match admission {
+        ready(match admission {
             Admission::Immediate => self.status(),
             Admission::Waiting => self.settled().await,
-        };
-        match status {
-            ModelStatus::Loading => return Err(WorkerError::Loading),
-            ModelStatus::Failed(message) => return Err(WorkerError::Failed(message)),
-            ModelStatus::Ready(_) => {}
-        }
+        })?;
         let (reply, answer) = oneshot::channel();
         let job = Job {
             input,
@@ -454,10 +450,7 @@ impl Worker {
             reply,
         };
         match admission {
-            Admission::Immediate => self.jobs.try_send(Work::Check(job)).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => WorkerError::Busy(self.queue),
-                mpsc::error::TrySendError::Closed(_) => WorkerError::Stopped,
-            })?,
+            Admission::Immediate => self.enqueue_now(Work::Check(job))?,
             Admission::Waiting => self
                 .jobs
                 .send(Work::Check(job))
@@ -465,6 +458,15 @@ impl Worker {
                 .map_err(|_| WorkerError::Stopped)?,
         }
         answer.await.map_err(|_| WorkerError::Stopped)?
+    }
+}
+
+/// Work can be queued only on a model that is ready; otherwise, why not.
+fn ready(status: ModelStatus) -> Result<(), WorkerError> {
+    match status {
+        ModelStatus::Loading => Err(WorkerError::Loading),
+        ModelStatus::Failed(message) => Err(WorkerError::Failed(message)),
+        ModelStatus::Ready(_) => Ok(()),
     }
 }
 
@@ -532,7 +534,8 @@ mod tests {
         let guard = Guard::new(std::sync::Arc::new(model), vec![validator]);
         let worker = Worker::start(8, move || Ok(guard));
         worker.settled().await;
-        // Queued together, so the worker takes them as one batch.
+        // Queued together, so the worker usually takes them as one batch; either way only the
+        // message that panics may fail.
         let (calm, boom, also_calm) = tokio::join!(
             worker.check("halo apa kabar"),
             worker.check("KABOOM"),

@@ -17,11 +17,16 @@ pub async fn time_limit(
     next: Next,
 ) -> Response {
     let limit = state.config.request_timeout;
-    let path = request.uri().path().to_string();
+    // A shared-buffer copy, for the log line if the request runs out of time.
+    let uri = request.uri().clone();
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
-            tracing::warn!(%path, seconds = limit.as_secs_f32(), "a request ran out of time and was cancelled");
+            tracing::warn!(
+                path = uri.path(),
+                seconds = limit.as_secs_f32(),
+                "a request ran out of time and was cancelled"
+            );
             ApiError {
                 retry_after: Some(5),
                 ..ApiError::new(
