@@ -1,7 +1,7 @@
 //! The console's settings: a JSON file in the data folder, written atomically. A missing file
 //! means defaults; a broken one is kept aside (never overwritten silently) and defaults are used.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use aegis_engine::ModelRequest;
 use aegis_guard::RejectionMode;
@@ -156,20 +156,12 @@ impl Settings {
     }
 }
 
-/// Writes a sibling temporary file and renames it over `path`, so a crash leaves the old or the
-/// new content, never half of one.
+/// Writes durably and atomically (see `aegis_files`), as a console error naming the file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConsoleError> {
-    let io = |source: std::io::Error| ConsoleError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
-    let mut tmp: PathBuf = path.to_path_buf();
-    tmp.set_extension("tmp-save");
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    aegis_files::write_atomically(path, bytes).map_err(|e| ConsoleError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
     };
     let guard = args
         .guard
-        .load()?
+        .load(&args.db)?
         .with_prompt_scores(args.prompt_scores)
         .with_context(DEFAULT_CONTEXT_TOKENS, args.context_reading);
     let model = guard.model().info().clone();

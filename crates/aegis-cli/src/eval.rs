@@ -110,7 +110,7 @@ fn evaluate(args: RunArgs, db: &DbArgs) -> Result<ExitStatus> {
         limit: args.limit,
         seed: args.seed,
     });
-    let guard = args.guard.load()?;
+    let guard = args.guard.load(db)?;
     let unknown: Vec<String> = dataset
         .labelled_keys()
         .into_iter()
@@ -314,8 +314,7 @@ fn output(
     out: &OutputArgs,
 ) -> Result<ExitStatus> {
     if let Some(path) = &out.html {
-        std::fs::write(path, render_html(report, comparison))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        aegis_files::write_atomically(path, render_html(report, comparison).as_bytes())?;
         eprintln!("wrote the HTML report to {}", path.display());
     }
     if out.json {

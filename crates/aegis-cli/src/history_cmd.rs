@@ -320,11 +320,10 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
             let filter = filter.filter()?;
             let written = match out {
                 Some(path) => {
-                    let mut file = std::io::BufWriter::new(
-                        std::fs::File::create(&path)
-                            .with_context(|| format!("cannot create {}", path.display()))?,
-                    );
-                    store.export(&filter, format, &mut file).await?
+                    let mut buffer = Vec::new();
+                    let written = store.export(&filter, format, &mut buffer).await?;
+                    aegis_files::write_atomically(&path, &buffer)?;
+                    written
                 }
                 None => {
                     let mut out = std::io::BufWriter::new(std::io::stdout());
@@ -446,9 +445,7 @@ fn print_row(row: &HistoryRow) {
 /// Writes `bytes` to `path`, or to standard output without one.
 fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
     match path {
-        Some(path) => {
-            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
-        }
+        Some(path) => Ok(aegis_files::write_atomically(path, bytes)?),
         None => Ok(std::io::stdout().write_all(bytes)?),
     }
 }

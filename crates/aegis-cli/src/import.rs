@@ -33,7 +33,7 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
     let file = MessageFile::read(&args.file, args.column.as_deref())?;
     let runtime = tokio::runtime::Runtime::new()?;
     let store = runtime.block_on(args.db.open())?;
-    let guard = args.guard.load()?;
+    let guard = args.guard.load(&args.db)?;
     // Through the model worker, as the app imports: the rows in flight are checked in batches.
     let worker = Worker::start(64, move || Ok(guard));
     let progress = ProgressBar::new(file.rows.len() as u64);

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use crate::history_cmd::DbArgs;
 use aegis_engine::{
     DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
     SentenceEncoder,
@@ -131,8 +132,11 @@ impl GuardArgs {
         })
     }
 
-    pub fn load(&self) -> Result<Guard> {
+    /// The guard, after finishing any apply a kill interrupted in its templates folder (`db`
+    /// holds the version list that apply records into).
+    pub fn load(&self, db: &DbArgs) -> Result<Guard> {
         let setup = self.setup()?;
+        crate::teach::finish_interrupted_applies(db, &setup.prompts)?;
         let model = setup.load_model()?;
         self.report(setup.guard_on(model, self.load_encoder()?, &setup.prompts)?)
     }

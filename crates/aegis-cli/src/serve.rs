@@ -89,10 +89,10 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
-        let guard_args = args.guard;
+        let (guard_args, db) = (args.guard, args.db);
         // The model loads on its own thread while the server already answers /health.
         let worker = Worker::start(args.queue, move || {
-            guard_args.load().map_err(|e| format!("{e:#}"))
+            guard_args.load(&db).map_err(|e| format!("{e:#}"))
         });
         let state = Arc::new(AppState::new(worker, store.clone(), config));
         eprintln!("listening on http://{}", listener.local_addr()?);

@@ -76,14 +76,32 @@ pub enum HeadsCommand {
         validator: String,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        prompts: PromptsArg,
+    },
+    /// Make a head file live (one `aegis train --out` wrote, or one trained elsewhere): written
+    /// where the guard reads it, its threshold into the template, recorded as the newest version.
+    Apply {
+        file: PathBuf,
+        /// The note the version keeps.
+        #[arg(long, default_value = "aegis heads apply")]
+        note: String,
+        #[command(flatten)]
+        prompts: PromptsArg,
     },
     /// Put an earlier version back, byte for byte, and record that as the newest.
     Revert {
         id: i64,
-        /// The templates folder whose heads/ receives it (default: as `aegis check` finds it).
-        #[arg(long)]
-        prompts: Option<PathBuf>,
+        #[command(flatten)]
+        prompts: PromptsArg,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PromptsArg {
+    /// The templates folder whose heads/ it concerns (default: as `aegis check` finds it).
+    #[arg(long)]
+    prompts: Option<PathBuf>,
 }
 
 /// An error naming the example ids that were not there, if any.
@@ -235,53 +253,121 @@ async fn import_file(store: &Store, file: &Path, only: Option<&str>) -> Result<(
 
 pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
     with_store(&args.db, |store| async move {
+        let prompts = match &args.command {
+            HeadsCommand::Versions { prompts, .. }
+            | HeadsCommand::Apply { prompts, .. }
+            | HeadsCommand::Revert { prompts, .. } => prompts.prompts.as_deref(),
+        };
+        // Listing needs no templates folder, so only a named one that is missing is an error.
+        let prompts = match (aegis_guard::find_prompts_dir(prompts, None), &args.command) {
+            (Ok(dir), _) => Some(dir),
+            (Err(_), HeadsCommand::Versions { .. }) if prompts.is_none() => None,
+            (Err(e), _) => return Err(e.into()),
+        };
+        if let Some(prompts) = &prompts {
+            report_finished(&aegis_teach::finish_interrupted_applies(&store, prompts).await?);
+        }
         match args.command {
-            HeadsCommand::Versions { validator, json } => {
-                let versions = store.head_versions(&validator).await?;
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&versions)?);
-                } else if versions.is_empty() {
-                    eprintln!("no head of {validator} was applied through this history");
-                } else {
-                    for v in &versions {
-                        println!(
-                            "{:>5}  {}  {}  {}  {}",
-                            v.id,
-                            aegis_store::format_millis(v.applied_at),
-                            &v.content_hash[..12],
-                            summary(&v.metrics),
-                            v.note
-                        );
-                    }
+            HeadsCommand::Versions {
+                validator, json, ..
+            } => print_versions(&store, &validator, json).await?,
+            HeadsCommand::Apply { file, note, .. } => {
+                let prompts = prompts.context("no templates folder")?;
+                let bytes = std::fs::read(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?;
+                let head = Head::from_bytes(&bytes, &file)?;
+                let validators = aegis_guard::load_validators(&prompts)?.validators;
+                let validator = validators.iter().find(|v| v.key == head.validator);
+                if validator.is_none() {
+                    bail!(
+                        "{} is a head for {:?}, which has no template in {}",
+                        file.display(),
+                        head.validator,
+                        prompts.display()
+                    );
                 }
+                let applied =
+                    aegis_teach::apply_head(&store, &prompts, validator, &head, &note).await?;
+                print_applied(&applied, &format!("{} applied", applied.path.display()));
             }
-            HeadsCommand::Revert { id, prompts } => {
+            HeadsCommand::Revert { id, .. } => {
+                let prompts = prompts.context("no templates folder")?;
                 if store.head_version(id).await?.is_none() {
                     bail!("no head version {id}: `aegis heads versions VALIDATOR` lists them");
                 }
-                let prompts = aegis_guard::find_prompts_dir(prompts.as_deref(), None)?;
                 let validators = aegis_guard::load_validators(&prompts)?.validators;
                 let applied = aegis_teach::revert_head(&store, &prompts, &validators, id).await?;
-                println!(
-                    "{} is version {id} again, recorded as version {}",
-                    applied.path.display(),
-                    applied.version
+                print_applied(
+                    &applied,
+                    &format!("{} is version {id} again", applied.path.display()),
                 );
-                if let Some(threshold) = applied.threshold {
-                    println!("threshold {threshold:.3} written back into its template");
-                }
             }
         }
         Ok(ExitStatus::Passed)
     })
 }
 
-/// Records a head just written as the validator's newest version.
-pub fn record_head_version(db: &DbArgs, head: &Head, note: &str) -> Result<i64> {
-    let content = head.to_bytes()?;
+async fn print_versions(store: &Store, validator: &str, json: bool) -> Result<()> {
+    let versions = store.head_versions(validator).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&versions)?);
+    } else if versions.is_empty() {
+        eprintln!("no head of {validator} was applied through this history");
+    } else {
+        for v in &versions {
+            println!(
+                "{:>5}  {}  {}  {}  {}",
+                v.id,
+                aegis_store::format_millis(v.applied_at),
+                &v.content_hash[..12],
+                summary(&v.metrics),
+                v.note
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_applied(applied: &aegis_teach::Applied, what: &str) {
+    println!("{what}, recorded as version {}", applied.version);
+    if let Some(threshold) = applied.threshold {
+        println!("threshold {threshold:.3} written into its template");
+    }
+}
+
+/// Makes `head` live in `prompts` as the validator's newest version, with its threshold.
+pub fn apply_head(
+    db: &DbArgs,
+    prompts: &Path,
+    validator: Option<&aegis_guard::Validator>,
+    head: &Head,
+    note: &str,
+) -> Result<aegis_teach::Applied> {
     with_store(db, |store| async move {
-        Ok(aegis_teach::record_head_version(&store, head, content, note).await?)
+        Ok(aegis_teach::apply_head(&store, prompts, validator, head, note).await?)
     })
+}
+
+/// Finishes an apply a kill interrupted, before anything reads the heads or the version list
+/// (see `aegis_teach::finish_interrupted_applies`). Opens the database only when there is one.
+pub fn finish_interrupted_applies(db: &DbArgs, prompts: &Path) -> Result<()> {
+    if aegis_teach::interrupted_applies(prompts)?.is_empty() {
+        return Ok(());
+    }
+    let finished = with_store(db, |store| async move {
+        Ok(aegis_teach::finish_interrupted_applies(&store, prompts).await?)
+    })?;
+    report_finished(&finished);
+    Ok(())
+}
+
+fn report_finished(finished: &[aegis_teach::Applied]) {
+    for applied in finished {
+        eprintln!(
+            "note: finished applying {}'s head (version {}), which a kill or crash interrupted",
+            applied.validator, applied.version
+        );
+    }
 }
 
 /// The figures a version line shows: held-out ROC AUC and its threshold.

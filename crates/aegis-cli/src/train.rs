@@ -71,7 +71,8 @@ pub struct TrainArgs {
     /// the random figure beside its own.
     #[arg(long, value_enum, default_value_t = ValidationArg::BySource)]
     pub validation: ValidationArg,
-    /// Where heads are written (default: the templates folder's heads/).
+    /// Where heads are written (default: the templates folder's heads/, applied as versions with
+    /// their thresholds; elsewhere only the head files are written).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Also choose each validator's threshold on the head's out-of-fold scores: the highest
@@ -139,7 +140,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         args.guard.backend.is_none() || args.guard.encoder_chosen(),
         "heads on the decoder are trained on the model's hidden states, which a model server does not return: train on a local model (drop --backend / AEGIS_BACKEND), or on the encoder"
     );
-    let guard = args.guard.load()?;
+    let guard = args.guard.load(&args.db)?;
     let search = LayerSearch {
         candidates: match guard.encoder() {
             Some(encoder) => parse_layers(&args.layers, encoder.info().layers, true)?,
@@ -246,10 +247,9 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             .alpha
             .map_or(defaults.alphas.clone(), |alpha| vec![alpha]),
     };
-    let out_dir = match &args.out {
-        Some(dir) => dir.clone(),
-        None => heads_dir(&args.guard.prompts_dir()?, guard.encoder().is_some()),
-    };
+    let prompts = args.guard.prompts_dir()?;
+    let live_dir = heads_dir(&prompts, guard.encoder().is_some());
+    let out_dir = args.out.clone().unwrap_or_else(|| live_dir.clone());
     for key in &keys {
         let started = Instant::now();
         let mut trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
@@ -259,7 +259,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             started.elapsed().as_secs_f64()
         );
         let threshold = if args.tune_thresholds {
-            tune_threshold(&guard, &trained, args.benign_budget, args.dry_run)?
+            tune_threshold(&guard, &trained, args.benign_budget)?
         } else {
             None
         };
@@ -275,16 +275,37 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         if let Some(threshold) = threshold {
             print_sources(&trained, threshold);
         }
-        if !args.dry_run {
+        if args.dry_run {
+            continue;
+        }
+        let described = format!(
+            "layers {}, alpha {}",
+            trained.head.features.label(),
+            trained.head.training.alpha
+        );
+        if out_dir == live_dir {
+            let validator = guard.validators().iter().find(|v| &v.key == key);
+            let applied = crate::teach::apply_head(
+                &args.db,
+                &prompts,
+                validator,
+                &trained.head,
+                "aegis train",
+            )?;
+            eprintln!(
+                "applied {} ({described}) as head version {}",
+                applied.path.display(),
+                applied.version
+            );
+            if let Some(threshold) = applied.threshold {
+                eprintln!("wrote threshold {threshold:.3} into {key}'s template");
+            }
+        } else {
             let path = out_dir.join(format!("{key}.json"));
             trained.head.save(&path)?;
-            let version =
-                crate::teach::record_head_version(&args.db, &trained.head, "aegis train")?;
             eprintln!(
-                "wrote {} (layers {}, alpha {}), head version {version}",
-                path.display(),
-                trained.head.features.label(),
-                trained.head.training.alpha
+                "wrote {} ({described}); not applied: --out is not the folder the guard reads",
+                path.display()
             );
         }
     }
@@ -344,7 +365,6 @@ fn tune_threshold(
     guard: &aegis_guard::Guard,
     trained: &ValidatorTraining,
     budget: f64,
-    dry_run: bool,
 ) -> Result<Option<f64>> {
     let key = &trained.key;
     let Some(validator) = guard.validators().iter().find(|v| &v.key == key) else {
@@ -373,22 +393,6 @@ fn tune_threshold(
         text(choice.precision),
         text(choice.f1),
     );
-    // The template's threshold belongs to the default heads, on the sentence encoder; heads on
-    // the model's hidden states decide at the threshold their own file records.
-    let template_follows = guard.encoder().is_some();
-    if !dry_run
-        && template_follows
-        && (f64::from(validator.threshold) - choice.threshold).abs() > 1e-4
-    {
-        let content = validator.content_with_threshold(choice.threshold as f32)?;
-        std::fs::write(&validator.path, content)
-            .with_context(|| format!("cannot write {}", validator.path.display()))?;
-        eprintln!(
-            "wrote threshold {:.3} to {}",
-            choice.threshold,
-            validator.path.display()
-        );
-    }
     Ok(Some(choice.threshold))
 }
 

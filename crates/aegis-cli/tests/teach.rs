@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{aegis, repo_root, stderr, stdout};
+use crate::{aegis, aegis_command, repo_root, stderr, stdout};
 
 fn json(out: &std::process::Output) -> serde_json::Value {
     assert!(out.status.success(), "{}", stderr(out));
@@ -285,4 +285,124 @@ fn a_new_validator_from_examples_is_decided_by_its_head() {
         "halo",
     ]));
     assert!(table.contains(" head "), "decided by its head: {table}");
+}
+
+/// The apply of a head is three writes in two places (head file, template threshold, version
+/// list). The process is stopped dead at each step in turn (as `kill -9` would stop it: nothing
+/// more of ours runs), and the next command that reads the folder finds the old state whole or
+/// the new state whole, never a new head beside an old threshold or a head the list lacks.
+#[test]
+fn a_kill_at_any_step_of_an_apply_leaves_the_old_state_or_the_new() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shipped = std::fs::read(repo_root().join("prompt_guard/heads/toxic.json")).expect("head");
+    let old_threshold = threshold_in(
+        &std::fs::read_to_string(repo_root().join("prompt_guard/toxic.txt")).expect("template"),
+    );
+    // The new head: the shipped one with another threshold (and so other bytes).
+    let mut new_head: serde_json::Value = serde_json::from_slice(&shipped).expect("head JSON");
+    new_head["training"]["threshold"] = serde_json::json!(0.5);
+    let new_file = dir.path().join("new-toxic.json");
+    std::fs::write(
+        &new_file,
+        serde_json::to_vec_pretty(&new_head).expect("JSON"),
+    )
+    .expect("write");
+
+    let steps = [
+        ("planned", false),
+        ("journal-written", true),
+        ("head-written", true),
+        ("template-written", true),
+        ("version-recorded", true),
+    ];
+    for (step, finishes_new) in steps {
+        let case = dir.path().join(step);
+        let prompts = prompts_with(&case, "toxic");
+        let heads = prompts.join("heads");
+        std::fs::create_dir_all(&heads).expect("mkdir");
+        let shipped_file = case.join("shipped-toxic.json");
+        std::fs::write(&shipped_file, &shipped).expect("write");
+        let db = case.join("h.db");
+        let (db, prompts_arg) = (db.to_str().expect("path"), prompts.to_str().expect("path"));
+        let apply = |file: &Path, fault: Option<&str>| {
+            let mut command = aegis_command(&[
+                "heads",
+                "--db",
+                db,
+                "apply",
+                file.to_str().expect("path"),
+                "--prompts",
+                prompts_arg,
+                "--note",
+                "kill test",
+            ]);
+            if let Some(fault) = fault {
+                command.env("AEGIS_FAULT_POINT", fault);
+            }
+            command.output().expect("aegis runs")
+        };
+        let first = apply(&shipped_file, None);
+        assert!(first.status.success(), "{}", stderr(&first));
+
+        let killed = apply(&new_file, Some(step));
+        assert_eq!(
+            killed.status.code(),
+            Some(aegis_teach::FAULT_POINT_EXIT),
+            "{step}: stopped at the fault point: {}",
+            stderr(&killed)
+        );
+
+        // Any command that reads the folder finishes what the journal promised first.
+        let listed = aegis(&[
+            "heads",
+            "--db",
+            db,
+            "versions",
+            "toxic",
+            "--json",
+            "--prompts",
+            prompts_arg,
+        ]);
+        assert!(listed.status.success(), "{step}: {}", stderr(&listed));
+        let versions = json(&listed);
+        let head = std::fs::read(heads.join("toxic.json")).expect("live head");
+        let head: serde_json::Value = serde_json::from_slice(&head).expect("whole JSON");
+        let threshold =
+            threshold_in(&std::fs::read_to_string(prompts.join("toxic.txt")).expect("template"));
+        let notes: Vec<&str> = versions
+            .as_array()
+            .expect("versions")
+            .iter()
+            .map(|v| v["note"].as_str().expect("note"))
+            .collect();
+        if finishes_new {
+            assert_eq!(head, new_head, "{step}: the new head");
+            assert_eq!(threshold, 0.5, "{step}: with its threshold");
+            assert_eq!(notes, ["kill test", "kill test"], "{step}: listed");
+        } else {
+            assert_eq!(
+                head["training"]["threshold"],
+                serde_json::json!(old_threshold)
+            );
+            assert_eq!(threshold, old_threshold, "{step}: the old threshold");
+            assert_eq!(notes, ["kill test"], "{step}: the old list");
+        }
+        let left: Vec<String> = std::fs::read_dir(&prompts)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with('.'))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{step}: no journal or temporary left: {left:?}"
+        );
+    }
+}
+
+fn threshold_in(template: &str) -> f64 {
+    template
+        .lines()
+        .find_map(|line| line.strip_prefix("threshold:"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("a threshold line")
 }

@@ -40,11 +40,9 @@ pub fn file_sha256(path: &Path) -> Result<String> {
     let digest = hex(&hasher.finalize());
     if let Some(memo) = memo {
         // A memo that cannot be written only costs a re-hash next time.
-        let written = memo
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&memo, &digest));
-        if let Err(e) = written {
+        // Written atomically: a torn memo would name a hash no file has, and heads bound to the
+        // model's hash would be refused.
+        if let Err(e) = aegis_files::write_atomically(&memo, digest.as_bytes()) {
             tracing::debug!(memo = %memo.display(), error = %e, "model hash memo not written");
         }
     }

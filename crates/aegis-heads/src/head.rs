@@ -228,7 +228,10 @@ impl Head {
 
     /// Writes the head atomically: a crash never leaves half a file where a head was.
     pub fn save(&self, path: &Path) -> Result<()> {
-        write_atomically(path, &self.to_bytes()?)
+        aegis_files::write_atomically(path, &self.to_bytes()?).map_err(|e| HeadError::Write {
+            path: e.path,
+            source: e.source,
+        })
     }
 
     /// Calibrated probability that the features show a violation.
@@ -257,21 +260,6 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
         let e = z.exp();
         e / (1.0 + e)
     }
-}
-
-/// Writes `bytes` to `path` through a sibling file and a rename, so a crash leaves either the old
-/// file or the new one. Reverting a head writes its stored bytes this way, unchanged.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let write_err = |source| HeadError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(write_err)?;
-    }
-    let partial = path.with_extension("json.partial");
-    std::fs::write(&partial, bytes).map_err(write_err)?;
-    std::fs::rename(&partial, path).map_err(write_err)
 }
 
 #[cfg(test)]

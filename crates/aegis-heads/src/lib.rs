@@ -15,8 +15,8 @@ mod train;
 
 pub use error::{HeadError, Result};
 pub use head::{
-    candidate_label, write_atomically, CvMetrics, Encoder, Features, Head, ModelBinding,
-    TrainingRecord, Validation, HEAD_FORMAT,
+    candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
+    HEAD_FORMAT,
 };
 pub use metrics::{binary_metrics, roc_auc, BinaryMetrics};
 pub use train::{

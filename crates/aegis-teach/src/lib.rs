@@ -21,4 +21,7 @@ pub const BENIGN_BUDGET: f64 = 0.01;
 pub use fit::{
     fit_head, FitRequest, HeadFlip, LanguageFigures, Progress, TaughtHead, TeachFigures,
 };
-pub use versions::{apply_head, record_head_version, revert_head, write_head_bytes, Applied};
+pub use versions::{
+    apply_head, finish_interrupted_applies, interrupted_applies, revert_head, Applied,
+    FAULT_POINT_EXIT,
+};

@@ -159,6 +159,7 @@ impl Console {
             running: Mutex::new(HashMap::new()),
             trained: Mutex::new(HashMap::new()),
         });
+        console.finish_interrupted_applies().await;
         console.load_model();
         let http = console.settings().http;
         if http.enabled {
@@ -195,6 +196,27 @@ impl Console {
             Some(PathBuf::from(configured))
         };
         Ok(find_prompts_dir(given.as_deref(), Some(&self.data_dir))?)
+    }
+
+    /// Finishes an apply a kill or crash interrupted in the templates folder, before the guard
+    /// reads it (see `aegis_teach::finish_interrupted_applies`). A failure is logged, not fatal:
+    /// the journal stays and the next start tries again.
+    async fn finish_interrupted_applies(&self) {
+        let Ok(dir) = self.prompts_dir() else {
+            return;
+        };
+        match aegis_teach::finish_interrupted_applies(&self.store, &dir).await {
+            Ok(finished) => {
+                for applied in finished {
+                    tracing::warn!(
+                        validator = %applied.validator,
+                        version = applied.version,
+                        "finished an interrupted head apply"
+                    );
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot finish an interrupted head apply"),
+        }
     }
 
     fn rejection_language(&self) -> Option<Language> {
@@ -262,6 +284,9 @@ impl Console {
         }
         new.save(&self.data_dir.join("settings.json"))?;
         *lock(&self.settings) = new.clone();
+        if new.prompts_dir != old.prompts_dir {
+            self.finish_interrupted_applies().await;
+        }
         if new.model != old.model
             || new.device != old.device
             || new.weights != old.weights
