@@ -13,6 +13,9 @@ bash scripts/setup-encoder.sh >/dev/null
 # llama.cpp's server, for the remote backend's tests against a real inference server.
 AEGIS_LLAMA_SERVER="$(bash scripts/setup-llama-server.sh)"
 export AEGIS_LLAMA_SERVER
+# schemathesis, for the test that holds /openapi.json to what a live server does.
+AEGIS_SCHEMATHESIS="$(bash scripts/setup-schemathesis.sh)"
+export AEGIS_SCHEMATHESIS
 bash scripts/build-ui.sh
 cargo fmt --all -- --check
 (cd ui && npm run --silent check && npm test --silent)

@@ -49,6 +49,9 @@ pub struct ServeArgs {
     /// Seconds one request may take, answer generation included; past it, 503 and cancelled.
     #[arg(long, default_value_t = 120)]
     pub request_timeout: u64,
+    /// The longest answer `/chat` with "answer": true writes, in tokens (1 to 2048).
+    #[arg(long, default_value_t = aegis_runtime::ANSWER_TOKENS)]
+    pub answer_tokens: usize,
     /// Do not record verdicts in history.
     #[arg(long)]
     pub no_history: bool,
@@ -75,6 +78,7 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         cors_origins: args.cors_origins.clone(),
         allowed_hosts: args.allowed_hosts.clone(),
         request_timeout: Duration::from_secs(args.request_timeout.max(1)),
+        answer_tokens: args.answer_tokens,
         ..ServerConfig::default()
     };
     config.check()?;

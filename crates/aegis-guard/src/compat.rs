@@ -10,6 +10,7 @@ use crate::input::Role;
 
 /// `POST /validate` response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ValidateResponse {
     pub user_id: String,
     pub question: String,
@@ -25,6 +26,7 @@ pub struct ValidateResponse {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
     pub step: String,
     /// `passed`, `failed`, or `skipped` where the validator does not read the turn's role.
@@ -36,6 +38,7 @@ pub struct Step {
 
 /// One checked turn of a conversation, as `/validate` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnVerdict {
     /// Its position in the request's `messages`, from 0.
     pub index: usize,
@@ -54,6 +57,7 @@ pub struct TurnVerdict {
 
 /// `POST /chat` response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatResponse {
     pub response: String,
     pub status: String,

@@ -10,6 +10,7 @@ use crate::error::{GuardError, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Role {
     /// A lone message is a user's.
     #[default]
@@ -66,6 +67,7 @@ impl Turn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum TurnsChecked {
     /// The newest turn, read in the context of the others: what a live chat needs.
     #[default]
@@ -223,10 +225,12 @@ pub fn turn_from_parts(
         index: Some(index),
         problem,
     };
-    if matches!(role, "system" | "developer") {
-        return Ok(None);
-    }
-    let role: Role = role.parse().map_err(bad)?;
+    // System turns are read by neither the guard nor the answer, but a malformed one is still
+    // the client's mistake, refused like any other turn's.
+    let role: Option<Role> = match role {
+        "system" | "developer" => None,
+        other => Some(other.parse().map_err(bad)?),
+    };
     let content = match content {
         serde_json::Value::String(text) => text.clone(),
         serde_json::Value::Array(parts) => parts
@@ -250,7 +254,7 @@ pub fn turn_from_parts(
     if content.trim().is_empty() {
         return Err(bad("its content is empty".into()));
     }
-    Ok(Some(Turn { role, content }))
+    Ok(role.map(|role| Turn { role, content }))
 }
 
 #[cfg(test)]

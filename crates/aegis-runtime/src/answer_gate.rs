@@ -9,7 +9,7 @@ use aegis_store::Store;
 use crate::record::{check_and_record, Submitter};
 use crate::worker::{Worker, WorkerError};
 
-/// An answer is at most this many tokens: a chat reply, not an essay, on a 2-core machine.
+/// An answer's length by default: a chat reply, not an essay, on a 2-core machine.
 pub const ANSWER_TOKENS: usize = 160;
 
 /// What the gate decided.
@@ -43,12 +43,14 @@ impl Gated {
 
 /// Runs the gate on `turns`, whose last turn is the user's. Each check goes through the worker's
 /// queue and, with a `store`, into history with its context; the answer is written by the worker
-/// too, from the most recent turns that fit the model's context.
+/// too, at most `answer_tokens` long, from the most recent turns that fit the model's context
+/// with room for it.
 pub async fn answer_gate(
     worker: &Worker,
     store: Option<&Store>,
     submitter: Submitter<'_>,
     turns: Vec<Turn>,
+    answer_tokens: usize,
 ) -> Result<Gated, WorkerError> {
     let check = |input: GuardInput| async move {
         let Some(store) = store else {
@@ -69,7 +71,7 @@ pub async fn answer_gate(
             answer: None,
         });
     }
-    let written = worker.answer(turns.clone(), ANSWER_TOKENS).await?;
+    let written = worker.answer(turns.clone(), answer_tokens).await?;
     let answer = written.trim().to_string();
     let index = turns.len();
     let answer_turn = GuardInput {
@@ -121,6 +123,7 @@ mod tests {
             None,
             NOBODY,
             vec![Turn::user("What should I do with my bonus?")],
+            ANSWER_TOKENS,
         )
         .await
         .expect("gated");
@@ -136,9 +139,15 @@ mod tests {
     #[tokio::test]
     async fn a_passing_answer_is_shown_and_a_failed_question_gets_no_answer() {
         let worker = worker("We open at 9 in the morning.").await;
-        let gated = answer_gate(&worker, None, NOBODY, vec![Turn::user("When do you open?")])
-            .await
-            .expect("gated");
+        let gated = answer_gate(
+            &worker,
+            None,
+            NOBODY,
+            vec![Turn::user("When do you open?")],
+            ANSWER_TOKENS,
+        )
+        .await
+        .expect("gated");
         assert_eq!(gated.response(), "We open at 9 in the morning.");
         assert!(gated.can_proceed());
         let refused = answer_gate(
@@ -146,6 +155,7 @@ mod tests {
             None,
             NOBODY,
             vec![Turn::user("Should I buy BBCA?")],
+            ANSWER_TOKENS,
         )
         .await
         .expect("gated");

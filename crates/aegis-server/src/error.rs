@@ -2,7 +2,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use aegis_guard::GuardError;
 use aegis_runtime::WorkerError;
@@ -38,9 +38,28 @@ impl ApiError {
     }
 }
 
+/// Every error's body.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// Stable, for programs: `busy`, `too_many_turns`, `host_not_allowed`, ...
+    code: &'static str,
+    /// For people: what was wrong and what to do.
+    message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(seconds) = self.retry_after {
             if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {

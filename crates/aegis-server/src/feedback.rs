@@ -11,35 +11,68 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
 use axum::Extension;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{worker_error, ApiError};
 use crate::json::ApiJson;
 use crate::state::AppState;
 
-#[derive(Debug, Deserialize)]
+/// Give `verdict_id` (a recorded verdict) or `text`, not both.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FeedbackRequest {
-    /// The validator whose answer was wrong.
+    /// The validator whose answer was wrong (GET /validators lists them).
     validator: String,
     /// The correct answer: `true` when the text violates the validator's policy.
     violates: bool,
-    /// A recorded verdict (its `verdict_id`); or give the text.
-    #[serde(default)]
+    /// A recorded verdict, as history numbers it.
+    #[serde(default, deserialize_with = "crate::json::whole_number")]
+    #[schema(value_type = i64)]
     verdict_id: Option<i64>,
-    #[serde(default)]
+    /// The message: not empty or only whitespace.
+    #[serde(default, deserialize_with = "crate::json::not_null")]
+    #[schema(value_type = String)]
     text: Option<String>,
     /// `id` or `en`; detected from the text when left out.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::not_null")]
+    #[schema(value_type = FeedbackLanguage)]
     lang: Option<String>,
 }
+
+/// The languages the guard reads (and trains on as groups).
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) enum FeedbackLanguage {
+    #[serde(rename = "id")]
+    Indonesian,
+    #[serde(rename = "en")]
+    English,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct FeedbackResponse {
+    example_id: i64,
+    validator: String,
+    violates: bool,
+    /// The same text and label were there: counted again.
+    merged: bool,
+    /// Always true: not trained on until a reviewer accepts it (the Teach view,
+    /// `aegis examples accept`).
+    pending: bool,
+}
+
+/// Report a verdict the guard got wrong: it becomes a proposed example, trained on once a
+/// reviewer accepts it.
+#[utoipa::path(post, path = "/feedback", request_body = FeedbackRequest, responses(
+    (status = 201, description = "A new proposed example", body = FeedbackResponse),
+    (status = 200, description = "The same text and label were there: counted again", body = FeedbackResponse),
+    (status = 404, description = "No such verdict in history (verdict_not_found)", body = crate::error::ErrorBody),
+    (status = 429, description = "The validator already holds the most proposals a reviewer has not accepted (too_many_pending)", body = crate::error::ErrorBody)))]
 
 pub(crate) async fn feedback(
     State(state): State<Arc<AppState>>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     ApiJson(request): ApiJson<FeedbackRequest>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<FeedbackResponse>), ApiError> {
     let store = state.store.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -122,14 +155,13 @@ pub(crate) async fn feedback(
     };
     Ok((
         status,
-        Json(json!({
-            "example_id": added.id(),
-            "validator": request.validator,
-            "violates": request.violates,
-            "merged": matches!(added, Added::Merged { .. }),
-            // Trained on once a reviewer accepts it (the Teach view, `aegis examples accept`).
-            "pending": true,
-        })),
+        Json(FeedbackResponse {
+            example_id: added.id(),
+            validator: request.validator,
+            violates: request.violates,
+            merged: matches!(added, Added::Merged { .. }),
+            pending: true,
+        }),
     ))
 }
 

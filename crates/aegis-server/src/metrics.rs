@@ -123,6 +123,11 @@ pub fn record_check_failure(error: &ApiError) {
     }
 }
 
+/// Prometheus metrics: requests, verdict latency, verdicts per validator, failures, queue, model
+/// state.
+#[utoipa::path(get, path = "/metrics", responses(
+    (status = 200, description = "Prometheus text exposition format", body = String, content_type = "text/plain"),
+    (status = 404, description = "Another metrics recorder is installed in this process (metrics_off)", body = crate::error::ErrorBody)))]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let Some(handle) = prometheus() else {
         return ApiError::new(

@@ -1,249 +1,290 @@
-//! The API's OpenAPI 3.0 description, served at `/openapi.json`.
+//! The API's OpenAPI 3.1 description, served at `/openapi.json`: generated from the request and
+//! response types and the handlers' annotations (utoipa), so it cannot drift from them.
+//!
+//! Two things types cannot say are added here, next to each other: the errors every endpoint
+//! shares (they come from middleware, not from a handler's signature), and the rules that join
+//! fields (`question` or `messages`, not both; at least one user or assistant turn; a
+//! non-blank text), with the limits this server was started with and the validators it loaded.
+//! The schemathesis run in the suite holds the description to what the server does.
 
 use serde_json::{json, Value};
+use utoipa::OpenApi;
 
-fn error_responses(codes: &[&str]) -> serde_json::Map<String, Value> {
-    let describe = |code: &str| {
-        match code {
-        "400" => "Malformed JSON or empty text",
-        "401" => "Missing or wrong bearer token",
-        "403" => "The Host is a name this server does not answer for, or the browser page's Origin is not allowed",
-        "413" => "Body over the size limit, text over the model's context, or too many turns (too_many_turns)",
-        "415" => "Body not sent as application/json",
-        "422" => "A field is missing or has the wrong type",
-        "503" => "Busy (queue full), the model is loading, or the request ran past the time limit (timed_out); see Retry-After",
-        _ => "Error",
-    }
+use crate::error::ErrorBody;
+use crate::routes::MAX_MODERATION_INPUTS;
+use crate::state::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "AEGIS guard API",
+        description = "Checks messages against spam, toxic, harassment and financial-advice policies with a local Gemma 3. Compatible with the original AEGIS Shield service and with OpenAI's moderation API."
+    ),
+    paths(
+        crate::routes::validate,
+        crate::routes::chat,
+        crate::routes::moderations,
+        crate::routes::health,
+        crate::routes::validators,
+        crate::feedback::feedback,
+        crate::metrics::metrics,
+        crate::routes::openapi,
+    ),
+    components(schemas(ErrorBody))
+)]
+struct ApiDoc;
+
+/// Rust's whitespace (what `str::trim` removes), as a JSON Schema pattern: a text must hold one
+/// character outside it. Spelled out because regex engines disagree about `\s`.
+const NOT_BLANK: &str = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+/// The description of this server: its limits and the validators it has loaded.
+pub fn document(state: &AppState) -> Value {
+    let validators: Option<Vec<String>> = state
+        .worker
+        .guard()
+        .map(|guard| guard.validators().iter().map(|v| v.key.clone()).collect());
+    let limits = Limits {
+        max_turns: state.config.max_turns,
+        max_checked_turns: state.config.max_checked_turns,
+        validators,
     };
-    codes
-        .iter()
-        .map(|code| {
-            (
-                code.to_string(),
-                json!({
-                    "description": describe(code),
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-                }),
-            )
-        })
-        .collect()
+    let (document, missing) = described(&limits);
+    if !missing.is_empty() {
+        tracing::warn!(?missing, "the API description lost a constraint");
+    }
+    document
 }
 
-fn post_json(summary: &str, request: &str, response: &str) -> Value {
-    let mut responses = error_responses(&["400", "401", "403", "413", "415", "422", "503"]);
-    responses.insert(
-        "200".into(),
-        json!({
-            "description": "The verdict",
-            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{response}")}}}
-        }),
-    );
-    json!({
-        "post": {
-            "summary": summary,
-            "requestBody": {
-                "required": true,
-                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{request}")}}}
-            },
-            "responses": responses,
+struct Limits {
+    max_turns: usize,
+    max_checked_turns: usize,
+    /// The loaded validators' keys; `None` while the model loads.
+    validators: Option<Vec<String>>,
+}
+
+/// The document, and the places a constraint was meant for but no field is (a renamed field):
+/// the tests keep that list empty.
+fn described(limits: &Limits) -> (Value, Vec<String>) {
+    let mut document = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
+    add_shared_errors(&mut document);
+    let mut missing = Vec::new();
+    for (pointer, constraint) in constraints(limits) {
+        match document
+            .pointer_mut(&pointer)
+            .and_then(Value::as_object_mut)
+        {
+            Some(schema) => {
+                if let Value::Object(constraint) = constraint {
+                    schema.extend(constraint);
+                }
+            }
+            None => missing.push(pointer),
         }
+    }
+    (document, missing)
+}
+
+/// The errors middleware and extractors answer, by the operations they can reach.
+fn add_shared_errors(document: &mut Value) {
+    let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, operation) in item.iter_mut() {
+            let mut codes = vec![
+                ("403", "The Host is a name this server does not answer for, or the browser page's Origin is not allowed (host_not_allowed, origin_not_allowed)"),
+                ("503", "Busy (busy: the queue is full), the model is loading or failed, or the request ran past the time limit (timed_out); see Retry-After"),
+            ];
+            if path != "/health" {
+                codes.push((
+                    "401",
+                    "A token is set and this request did not send it (Authorization: Bearer)",
+                ));
+            }
+            if method == "post" {
+                codes.extend([
+                    ("400", "Malformed JSON, or a request the fields allow but the server cannot do (bad_request, bad_turn)"),
+                    ("413", "Body over the size limit (body_too_large), a text over the model's context in tokens (text_too_long), or too many turns (too_many_turns)"),
+                    ("415", "The body was not sent as application/json"),
+                    ("422", "A field is missing, has the wrong type, or names what is not there (invalid_request, unknown_validator, unknown_language, empty_text)"),
+                    ("500", "The model failed on this request (internal_error, guard_failed); the next request is served"),
+                ]);
+            }
+            let Some(responses) = operation
+                .get_mut("responses")
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            for (code, description) in codes {
+                responses
+                    .entry(code)
+                    .or_insert_with(|| error_response(description));
+            }
+        }
+    }
+}
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
     })
 }
 
-pub fn document() -> Value {
-    let mut validators_responses = error_responses(&["401", "503"]);
-    validators_responses.insert(
-        "200".into(),
-        json!({"description": "The loaded validators", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Validators"}}}}),
-    );
-    json!({
-        "openapi": "3.0.3",
-        "info": {
-            "title": "AEGIS guard API",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "Checks messages against spam, toxic, harassment and financial-advice policies with a local Gemma 3. Compatible with the original AEGIS Shield service and with OpenAI's moderation API."
-        },
-        "paths": {
-            "/validate": post_json("Check a message; the original service's response shape plus per-validator scores", "GuardRequest", "ValidateResponse"),
-            "/chat": post_json("Check a message; say whether the conversation can proceed", "GuardRequest", "ChatResponse"),
-            "/v1/moderations": post_json("OpenAI-compatible moderation: one result per input, our validators as categories", "ModerationRequest", "ModerationResponse"),
-            "/health": {"get": {"summary": "Liveness and model state", "responses": {
-                "200": {"description": "Running", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}}}
-            }}},
-            "/validators": {"get": {"summary": "The loaded validators", "responses": validators_responses}},
-            "/feedback": {"post": {
-                "summary": "Report a verdict the guard got wrong: it becomes a proposed example, trained on once a reviewer accepts it (the Teach view, aegis examples accept)",
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackRequest"}}}},
-                "responses": {
-                    "201": {"description": "A new example", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackResponse"}}}},
-                    "200": {"description": "The same text and label were there: counted again", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FeedbackResponse"}}}},
-                    "400": {"description": "Malformed JSON", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "401": {"description": "Missing or wrong bearer token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "403": {"description": "Host or Origin not allowed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "429": {"description": "The validator already holds the most proposals a reviewer has not accepted (too_many_pending)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "404": {"description": "No such verdict in history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "422": {"description": "Unknown validator or language, empty or oversized text, or both or neither of verdict_id and text", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "503": {"description": "The model is loading, or the server keeps no history", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-                }
-            }},
-            "/metrics": {"get": {"summary": "Prometheus metrics: requests, verdict latency, verdicts per validator, failures, queue, model state", "responses": {"200": {"description": "Prometheus text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"description": "A token is set and was not sent"}}}},
-            "/openapi.json": {"get": {"summary": "This document", "responses": {
-                "200": {"description": "OpenAPI 3.0 document", "content": {"application/json": {"schema": {"type": "object"}}}},
-                "401": {"description": "Missing or wrong bearer token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-            }}}
-        },
-        "components": {
-            "schemas": {
-                "FeedbackRequest": {
-                    "type": "object",
-                    "required": ["validator", "violates"],
-                    "additionalProperties": false,
-                    "properties": {
-                        "validator": {"type": "string", "description": "The validator whose answer was wrong (GET /validators lists them)"},
-                        "violates": {"type": "boolean", "description": "The correct answer: true when the text violates the policy"},
-                        "verdict_id": {"type": "integer", "description": "A recorded verdict; give this or text"},
-                        "text": {"type": "string", "description": "The message; give this or verdict_id"},
-                        "lang": {"type": "string", "enum": ["id", "en"], "description": "id or en; detected when left out"}
+/// The rules that join fields, and this server's limits, by the schema they belong to.
+fn constraints(limits: &Limits) -> Vec<(String, Value)> {
+    let schema = |name: &str| format!("/components/schemas/{name}");
+    let field = |name: &str, field: &str| format!("/components/schemas/{name}/properties/{field}");
+    let text = json!({"type": "string", "minLength": 1, "pattern": NOT_BLANK});
+    let mut rules = vec![
+        (
+            schema("GuardRequest"),
+            json!({
+                "oneOf": [{"required": ["question"]}, {"required": ["messages"]}],
+                "allOf": [
+                    // "turns": "all" checks each turn: a tighter bound than the turns carried.
+                    {
+                        "if": {"required": ["turns"], "properties": {"turns": {"const": "all"}}},
+                        "then": {"properties": {"messages": {"maxItems": limits.max_checked_turns}}},
+                    },
+                    // An answer follows the last turn, which is the one checked.
+                    {
+                        "if": {"required": ["answer"], "properties": {"answer": {"const": true}}},
+                        "then": {"not": {"required": ["turns"], "properties": {"turns": {"const": "all"}}}},
+                    },
+                ],
+            }),
+        ),
+        (field("GuardRequest", "question"), text.clone()),
+        (
+            field("GuardRequest", "messages"),
+            json!({
+                "minItems": 1,
+                "maxItems": limits.max_turns,
+                "contains": {"properties": {"role": {"enum": ["user", "assistant"]}}},
+            }),
+        ),
+        (format!("{}/oneOf/0", schema("TurnContent")), text.clone()),
+        (
+            format!("{}/oneOf/1", schema("TurnContent")),
+            json!({"contains": {"properties": {"text": {"pattern": NOT_BLANK}}}}),
+        ),
+        (
+            format!("{}/oneOf/0", schema("ModerationInput")),
+            text.clone(),
+        ),
+        (
+            format!("{}/oneOf/1", schema("ModerationInput")),
+            json!({"minItems": 1, "maxItems": MAX_MODERATION_INPUTS, "items": text.clone()}),
+        ),
+        (
+            schema("FeedbackRequest"),
+            json!({"oneOf": [{"required": ["verdict_id"]}, {"required": ["text"]}]}),
+        ),
+        (field("FeedbackRequest", "text"), text),
+    ];
+    if let Some(keys) = &limits.validators {
+        rules.push((field("FeedbackRequest", "validator"), json!({"enum": keys})));
+    }
+    rules
+}
+
+/// Every path the router serves, for the tests: each must be described.
+#[cfg(test)]
+const ROUTED: [&str; 8] = [
+    "/validate",
+    "/chat",
+    "/v1/moderations",
+    "/health",
+    "/validators",
+    "/feedback",
+    "/metrics",
+    "/openapi.json",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document() -> Value {
+        let (document, missing) = described(&Limits {
+            max_turns: 256,
+            max_checked_turns: 32,
+            validators: Some(vec!["spam".into(), "toxic".into()]),
+        });
+        assert!(
+            missing.is_empty(),
+            "constraints without a field: {missing:?}"
+        );
+        document
+    }
+
+    #[test]
+    fn every_route_is_described_with_the_errors_it_can_answer() {
+        let document = document();
+        assert_eq!(document["openapi"], "3.1.0");
+        for path in ROUTED {
+            let item = document["paths"][path].as_object();
+            let item = item.unwrap_or_else(|| panic!("{path} undocumented"));
+            for (method, operation) in item {
+                let responses = &operation["responses"];
+                assert!(responses["403"].is_object(), "{method} {path}: 403");
+                if method == "post" {
+                    for code in ["400", "413", "415", "422", "500", "503"] {
+                        assert!(responses[code].is_object(), "{method} {path}: {code}");
                     }
-                },
-                "FeedbackResponse": {
-                    "type": "object",
-                    "required": ["example_id", "validator", "violates", "merged", "pending"],
-                    "properties": {
-                        "example_id": {"type": "integer"},
-                        "validator": {"type": "string"},
-                        "violates": {"type": "boolean"},
-                        "merged": {"type": "boolean"},
-                        "pending": {"type": "boolean", "description": "Always true: not trained on until a reviewer accepts it"}
-                    }
-                },
-                "GuardRequest": {
-                    "type": "object",
-                    "required": ["user_id"],
-                    "additionalProperties": false,
-                    "description": "Give question (one message) or messages (a conversation), not both",
-                    "properties": {
-                        "user_id": {"type": "string"},
-                        "question": {"type": "string", "minLength": 1, "pattern": "\\S", "description": "The message to check: not empty or only whitespace"},
-                        "messages": {"type": "array", "minItems": 1, "description": "A conversation in the chat shape: the last turn is checked in the context of the turns before it (system turns are neither)", "items": {
-                            "type": "object", "required": ["role", "content"],
-                            "properties": {
-                                "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
-                                "content": {"oneOf": [
-                                    {"type": "string", "minLength": 1, "pattern": "\\S"},
-                                    {"type": "array", "items": {"type": "object", "required": ["type", "text"], "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}}}}
-                                ]}
-                            }
-                        }},
-                        "turns": {"type": "string", "enum": ["last", "all"], "description": "With messages: check the last turn (default) or every turn"},
-                        "answer": {"type": "boolean", "description": "/chat only: when the last (user's) turn passes, write an answer with the loaded model, check it as the assistant's turn, and return it, or the rejection when it fails"}
-                    }
-                },
-                "ValidateResponse": {
-                    "type": "object",
-                    "required": ["user_id", "question", "case", "execution_per_step", "status_guard", "ai_response", "scores"],
-                    "properties": {
-                        "user_id": {"type": "string"},
-                        "question": {"type": "string"},
-                        "case": {"type": "string", "description": "\"aman\" when every validator passed, else the failed validators joined by \", \""},
-                        "execution_per_step": {"type": "array", "items": {
-                            "type": "object", "required": ["step", "status"],
-                            "properties": {"step": {"type": "string"}, "status": {"type": "string", "enum": ["passed", "failed", "skipped"]},
-                                           "turn": {"type": "integer", "description": "messages requests: the position of the turn checked"}}
-                        }},
-                        "turns": {"type": "array", "description": "messages requests: each checked turn's verdict", "items": {
-                            "type": "object",
-                            "required": ["index", "role", "status", "case", "context_turns", "context_cut", "caught_in_context", "read_as_mention"],
-                            "properties": {
-                                "index": {"type": "integer"}, "role": {"type": "string", "enum": ["user", "assistant"]},
-                                "status": {"type": "string", "enum": ["passed", "failed"]}, "case": {"type": "string"},
-                                "context_turns": {"type": "integer", "description": "Earlier turns read with it"},
-                                "context_cut": {"type": "integer", "description": "Older turns cut to fit the context budget"},
-                                "caught_in_context": {"type": "array", "items": {"type": "string"}, "description": "Validators it failed only because of its context"},
-                                "read_as_mention": {"type": "array", "items": {"type": "string"}, "description": "Validators it passed only because a quoted passage in the user's question or report was read as mentioned, not said"}
-                            }
-                        }},
-                        "status_guard": {"type": "string", "enum": ["passed", "failed"]},
-                        "ai_response": {"type": "string", "description": "Rejection message; empty when passed"},
-                        "scores": {"type": "object", "additionalProperties": {"type": "number"}, "description": "Addition: P(violation) per validator"}
-                    }
-                },
-                "ChatResponse": {
-                    "type": "object",
-                    "required": ["response", "status", "can_proceed"],
-                    "properties": {
-                        "response": {"type": "string"},
-                        "status": {"type": "string", "enum": ["passed", "failed"]},
-                        "can_proceed": {"type": "boolean"},
-                        "answer_status": {"type": "string", "enum": ["passed", "failed"], "description": "answer requests: the verdict on the answer the model wrote"}
-                    }
-                },
-                "ModerationRequest": {
-                    "type": "object",
-                    "required": ["input"],
-                    "properties": {
-                        "input": {"oneOf": [
-                            {"type": "string", "minLength": 1, "pattern": "\\S"},
-                            {"type": "array", "items": {"type": "string", "minLength": 1, "pattern": "\\S"}, "minItems": 1, "maxItems": 32}
-                        ]},
-                        "model": {"type": "string", "nullable": true, "description": "Accepted for compatibility; the loaded model answers"}
-                    }
-                },
-                "ModerationResponse": {
-                    "type": "object",
-                    "required": ["id", "model", "results"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "model": {"type": "string"},
-                        "results": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["flagged", "categories", "category_scores"],
-                            "properties": {
-                                "flagged": {"type": "boolean"},
-                                "categories": {"type": "object", "additionalProperties": {"type": "boolean"}},
-                                "category_scores": {"type": "object", "additionalProperties": {"type": "number"}}
-                            }
-                        }}
-                    }
-                },
-                "Health": {
-                    "type": "object",
-                    "required": ["status", "message", "model"],
-                    "properties": {
-                        "status": {"type": "string"},
-                        "message": {"type": "string"},
-                        "model": {"type": "object", "required": ["state"], "properties": {
-                            "state": {"type": "string", "enum": ["loading", "ready", "failed"]},
-                            "id": {"type": "string"},
-                            "device": {"type": "string", "description": "cpu or cuda:N"},
-                            "weights": {"type": "string", "enum": ["f32", "bf16", "quantized"]},
-                            "synthetic": {"type": "boolean", "description": "random weights for speed tests: verdicts mean nothing"},
-                            "warning": {"type": "string"},
-                            "error": {"type": "string"}
-                        }}
-                    }
-                },
-                "Validators": {
-                    "type": "object",
-                    "required": ["validators"],
-                    "properties": {"validators": {"type": "array", "items": {
-                        "type": "object",
-                        "required": ["key", "name", "threshold", "content_hash", "scored_by"],
-                        "properties": {
-                            "key": {"type": "string"}, "name": {"type": "string"}, "description": {"type": "string"},
-                            "threshold": {"type": "number"}, "content_hash": {"type": "string"},
-                            "scored_by": {"type": "string", "enum": ["head", "prompt"]}
-                        }
-                    }}}
-                },
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-                        "code": {"type": "string"}, "message": {"type": "string"}
-                    }}}
                 }
             }
         }
-    })
+        assert!(document["paths"]["/health"]["get"]["responses"]["401"].is_null());
+        assert!(document["paths"]["/feedback"]["post"]["responses"]["429"].is_object());
+    }
+
+    #[test]
+    fn the_request_schemas_say_what_the_server_refuses() {
+        let document = document();
+        let guard = &document["components"]["schemas"]["GuardRequest"];
+        assert_eq!(
+            guard["additionalProperties"], false,
+            "unknown fields are refused"
+        );
+        assert_eq!(
+            guard["oneOf"],
+            json!([{"required": ["question"]}, {"required": ["messages"]}])
+        );
+        assert_eq!(
+            guard["properties"]["question"]["type"], "string",
+            "not nullable"
+        );
+        assert_eq!(guard["properties"]["messages"]["maxItems"], 256);
+        assert_eq!(
+            guard["allOf"][0]["then"]["properties"]["messages"]["maxItems"], 32,
+            "turns: all is bounded tighter"
+        );
+        let feedback = &document["components"]["schemas"]["FeedbackRequest"];
+        assert_eq!(
+            feedback["properties"]["validator"]["enum"],
+            json!(["spam", "toxic"])
+        );
+        assert!(document["components"]["schemas"]["ChatTurn"].is_object());
+    }
+
+    #[test]
+    fn the_blank_pattern_is_rusts_whitespace() {
+        // Every character `trim` removes is listed, and nothing else in the Latin-1 range.
+        let listed = |c: char| {
+            let escaped = format!("\\u{:04x}", c as u32);
+            NOT_BLANK.contains(&escaped)
+                || matches!(c, '\t' | '\n' | '\u{0c}' | '\r' | ' ')
+                || ('\u{2000}'..='\u{200a}').contains(&c)
+        };
+        for c in (0..=0x3000u32).filter_map(char::from_u32) {
+            assert_eq!(c.is_whitespace(), listed(c), "{c:?}");
+        }
+    }
 }

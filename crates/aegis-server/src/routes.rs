@@ -1,5 +1,6 @@
 //! Endpoints. Handlers are thin: parse, ask the worker, record, shape the answer.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aegis_engine::SYNTHETIC_WARNING;
@@ -13,8 +14,8 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{worker_error, ApiError};
@@ -78,23 +79,71 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-#[derive(Debug, Deserialize)]
+/// Give `question` (one message) or `messages` (a conversation), not both.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct GuardRequest {
+pub(crate) struct GuardRequest {
     user_id: String,
-    /// One message, a user's (the original service's field).
-    #[serde(default)]
+    /// One message, a user's (the original service's field): not empty or only whitespace.
+    #[serde(default, deserialize_with = "crate::json::not_null")]
+    #[schema(value_type = String)]
     question: Option<String>,
-    /// A conversation in the OpenAI chat shape, `[{"role", "content"}]`: its last turn is
-    /// checked in the context of the turns before it (every turn with `"turns": "all"`).
-    #[serde(default)]
+    /// A conversation in the chat shape: its last turn is checked in the context of the turns
+    /// before it (every turn with `"turns": "all"`); system turns are neither. Read as JSON so a
+    /// refusal can name the turn at fault.
+    #[serde(default, deserialize_with = "crate::json::not_null")]
+    #[schema(value_type = Vec<ChatTurn>)]
     messages: Option<Vec<Value>>,
+    /// With messages: check the last turn (the default) or every turn.
     #[serde(default)]
     turns: TurnsChecked,
     /// `/chat` only: when the last turn passes, write an answer with the loaded model, check it
-    /// as the assistant's turn, and return it, or the rejection when it fails.
+    /// as the assistant's turn, and return it, or the rejection when it fails. The last user or
+    /// assistant turn must be the user's, and only it is checked.
     #[serde(default)]
     answer: bool,
+}
+
+/// One turn of a conversation, as OpenAI's chat API writes it. Described here, parsed by
+/// `aegis_guard::turn_from_parts` (which names the turn at fault); the schemathesis run in the
+/// suite holds the two together.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct ChatTurn {
+    role: ChatRole,
+    content: TurnContent,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ChatRole {
+    User,
+    Assistant,
+    /// Read by neither the guard nor the answer: instructions to a model, not a turn.
+    System,
+    Developer,
+}
+
+/// Text, or a list of text parts (joined with newlines); not empty or only whitespace.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub(crate) enum TurnContent {
+    Text(String),
+    Parts(Vec<TextPart>),
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct TextPart {
+    r#type: TextPartKind,
+    text: String,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TextPartKind {
+    Text,
 }
 
 impl GuardRequest {
@@ -249,7 +298,11 @@ async fn check_unmeasured(
     Ok(recorded.checked.verdict)
 }
 
-async fn validate(
+/// Check a message, or a conversation's turns: the original service's response shape plus
+/// per-validator scores.
+#[utoipa::path(post, path = "/validate", request_body = GuardRequest,
+    responses((status = 200, description = "The verdict", body = ValidateResponse)))]
+pub(crate) async fn validate(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<GuardRequest>,
 ) -> Result<Json<ValidateResponse>, ApiError> {
@@ -263,7 +316,11 @@ async fn validate(
     }))
 }
 
-async fn chat(
+/// Check a message and say whether the conversation can proceed; with `"answer": true`, also
+/// write the model's answer and check it.
+#[utoipa::path(post, path = "/chat", request_body = GuardRequest,
+    responses((status = 200, description = "Whether the conversation can proceed", body = ChatResponse)))]
+pub(crate) async fn chat(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<GuardRequest>,
 ) -> Result<Json<ChatResponse>, ApiError> {
@@ -296,9 +353,15 @@ async fn answer(
         source: Source::Http,
         user_id: Some(&request.user_id),
     };
-    let gated = answer_gate(&state.worker, state.store.as_deref(), submitter, turns)
-        .await
-        .map_err(worker_error)?;
+    let gated = answer_gate(
+        &state.worker,
+        state.store.as_deref(),
+        submitter,
+        turns,
+        state.config.answer_tokens,
+    )
+    .await
+    .map_err(worker_error)?;
     crate::metrics::record_verdict(&gated.question);
     let mut response = ChatResponse::new(&gated.question);
     if let Some((_, verdict)) = &gated.answer {
@@ -316,45 +379,93 @@ async fn answer(
     Ok(response)
 }
 
-async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
-    let mut status = "healthy";
+/// Whether the server runs and what its model is doing.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Health {
+    /// `healthy`, or `degraded` when the model failed or cannot answer.
+    status: &'static str,
+    message: &'static str,
+    model: ModelHealth,
+}
+
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
+pub(crate) struct ModelHealth {
+    state: ModelState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    /// `cpu` or `cuda:N`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<String>,
+    /// `f32`, `bf16` or `quantized`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weights: Option<String>,
+    /// Random weights for speed tests: verdicts mean nothing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    synthetic: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ModelState {
+    #[default]
+    Loading,
+    Ready,
+    /// Loaded, but its server does not answer now.
+    Unavailable,
+    Failed,
+}
+
+/// Liveness and the model's state; never needs the token.
+#[utoipa::path(get, path = "/health", responses((status = 200, description = "Running", body = Health)))]
+pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Json<Health> {
     let model = match state.worker.status() {
-        ModelStatus::Loading => json!({"state": "loading"}),
+        ModelStatus::Loading => ModelHealth::default(),
         ModelStatus::Ready(info) => {
-            let mut model = json!({"state": "ready", "id": info.id, "device": info.device,
-                                   "weights": info.weight_format});
-            if info.synthetic {
-                model["synthetic"] = json!(true);
-                model["warning"] = json!(SYNTHETIC_WARNING);
-            }
+            let mut model = ModelHealth {
+                state: ModelState::Ready,
+                id: Some(info.id),
+                device: Some(info.device),
+                weights: Some(info.weight_format.to_string()),
+                synthetic: info.synthetic,
+                warning: info.synthetic.then_some(SYNTHETIC_WARNING),
+                error: None,
+            };
             if let Some(problem) = state.probe_model().await {
-                status = "degraded";
-                model["state"] = json!("unavailable");
-                model["error"] = json!(problem);
+                model.state = ModelState::Unavailable;
+                model.error = Some(problem);
             }
             model
         }
-        ModelStatus::Failed(error) => {
-            status = "degraded";
-            json!({"state": "failed", "error": error})
-        }
+        ModelStatus::Failed(error) => ModelHealth {
+            state: ModelState::Failed,
+            error: Some(error),
+            ..ModelHealth::default()
+        },
     };
-    Json(json!({
-        "status": status,
-        "message": "Guardian Validation API is running",
-        "model": model,
-    }))
+    Json(Health {
+        status: match model.state {
+            ModelState::Loading | ModelState::Ready => "healthy",
+            ModelState::Unavailable | ModelState::Failed => "degraded",
+        },
+        message: "Guardian Validation API is running",
+        model,
+    })
 }
 
-#[derive(Debug, Deserialize)]
+/// One message, or several checked together.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
-enum ModerationInput {
+pub(crate) enum ModerationInput {
     One(String),
     Many(Vec<String>),
 }
 
-#[derive(Debug, Deserialize)]
-struct ModerationRequest {
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct ModerationRequest {
     input: ModerationInput,
     /// Accepted for compatibility; the loaded model answers.
     #[serde(default)]
@@ -362,13 +473,33 @@ struct ModerationRequest {
     model: Option<String>,
 }
 
-/// Inputs per moderation request: each is a full verdict on the model's thread.
-const MAX_MODERATION_INPUTS: usize = 32;
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ModerationResponse {
+    id: String,
+    model: String,
+    /// One per input, in the inputs' order.
+    results: Vec<ModerationResult>,
+}
 
-async fn moderations(
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ModerationResult {
+    flagged: bool,
+    /// Per validator key: whether it failed.
+    categories: BTreeMap<String, bool>,
+    /// Per validator key: P(violation).
+    category_scores: BTreeMap<String, f32>,
+}
+
+/// Inputs per moderation request: each is a full verdict on the model's thread.
+pub(crate) const MAX_MODERATION_INPUTS: usize = 32;
+
+/// OpenAI-compatible moderation: one result per input, our validators as categories.
+#[utoipa::path(post, path = "/v1/moderations", request_body = ModerationRequest,
+    responses((status = 200, description = "One result per input", body = ModerationResponse)))]
+pub(crate) async fn moderations(
     State(state): State<Arc<AppState>>,
     ApiJson(request): ApiJson<ModerationRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ModerationResponse>, ApiError> {
     let inputs = match request.input {
         ModerationInput::One(text) => vec![text],
         ModerationInput::Many(texts) => texts,
@@ -399,65 +530,99 @@ async fn moderations(
         None,
     )
     .await?;
-    let mut results = Vec::with_capacity(inputs.len());
-    for verdict in verdicts {
-        let categories: serde_json::Map<String, Value> = verdict
-            .results
-            .iter()
-            .map(|r| (r.key.clone(), Value::Bool(!r.passed)))
-            .collect();
-        let scores: serde_json::Map<String, Value> = verdict
-            .results
-            .iter()
-            .map(|r| (r.key.clone(), json!(r.score)))
-            .collect();
-        results.push(json!({
-            "flagged": verdict.status == aegis_guard::Status::Failed,
-            "categories": categories,
-            "category_scores": scores,
-        }));
-    }
+    let results = verdicts
+        .iter()
+        .map(|verdict| ModerationResult {
+            flagged: verdict.status == aegis_guard::Status::Failed,
+            categories: verdict
+                .results
+                .iter()
+                .map(|r| (r.key.clone(), !r.passed))
+                .collect(),
+            category_scores: verdict
+                .results
+                .iter()
+                .map(|r| (r.key.clone(), r.score))
+                .collect(),
+        })
+        .collect();
     let model = match state.worker.status() {
         ModelStatus::Ready(info) => info.id,
         _ => String::new(),
     };
     let id = state.next_moderation_id();
-    Ok(Json(json!({
-        "id": format!("modr-{id}"),
-        "model": model,
-        "results": results,
-    })))
+    Ok(Json(ModerationResponse {
+        id: format!("modr-{id}"),
+        model,
+        results,
+    }))
 }
 
-async fn validators(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Validators {
+    validators: Vec<ValidatorInfo>,
+    /// Why learned heads are not used, when they are not (the prompt's score decides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    heads_unavailable: Option<String>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ValidatorInfo {
+    key: String,
+    name: String,
+    description: String,
+    threshold: f32,
+    content_hash: String,
+    scored_by: ScoredBy,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ScoredBy {
+    /// A learned head decides.
+    Head,
+    /// The prompt's P(Yes) decides.
+    Prompt,
+}
+
+/// The loaded validators, in the order they run.
+#[utoipa::path(get, path = "/validators",
+    responses((status = 200, description = "The loaded validators", body = Validators)))]
+pub(crate) async fn validators(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<Validators>, ApiError> {
     let guard = state.loaded_guard().map_err(worker_error)?;
-    let list: Vec<Value> = guard
+    let validators = guard
         .validators()
         .iter()
         .zip(guard.heads())
-        .map(|(v, head)| {
-            json!({
-                "key": v.key,
-                "name": v.name,
-                "description": v.description,
-                "threshold": v.threshold,
-                "content_hash": v.content_hash,
-                "scored_by": if head.is_some() { "head" } else { "prompt" },
-            })
+        .map(|(v, head)| ValidatorInfo {
+            key: v.key.clone(),
+            name: v.name.clone(),
+            description: v.description.clone(),
+            threshold: v.threshold,
+            content_hash: v.content_hash.clone(),
+            scored_by: if head.is_some() {
+                ScoredBy::Head
+            } else {
+                ScoredBy::Prompt
+            },
         })
         .collect();
-    let mut answer = json!({ "validators": list });
     // Heads on a sentence encoder run here whatever serves the model.
-    let reason =
+    let heads_unavailable =
         aegis_guard::heads_unavailable(guard.model().info()).filter(|_| guard.encoder().is_none());
-    if let Some(reason) = reason {
-        answer["heads_unavailable"] = json!(reason);
-    }
-    Ok(Json(answer))
+    Ok(Json(Validators {
+        validators,
+        heads_unavailable,
+    }))
 }
 
-async fn openapi() -> Json<Value> {
-    Json(crate::openapi::document())
+/// This document.
+#[utoipa::path(get, path = "/openapi.json",
+    responses((status = 200, description = "This OpenAPI 3.1 document", body = Object)))]
+pub(crate) async fn openapi(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(crate::openapi::document(&state))
 }
 
 async fn not_found(request: Request) -> Response {

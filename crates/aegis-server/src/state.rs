@@ -25,6 +25,8 @@ pub struct ServerConfig {
     /// Turns one request may carry, and how many of them `"turns": "all"` may check.
     pub max_turns: usize,
     pub max_checked_turns: usize,
+    /// The longest answer `/chat` with `"answer": true` writes, in tokens.
+    pub answer_tokens: usize,
 }
 
 impl ServerConfig {
@@ -47,9 +49,16 @@ impl ServerConfig {
                 checked: self.max_checked_turns,
             });
         }
+        if !(1..=MAX_ANSWER_TOKENS).contains(&self.answer_tokens) {
+            return Err(ConfigError::AnswerTokens(self.answer_tokens));
+        }
         Ok(())
     }
 }
+
+/// Longer answers hold the model's thread for minutes on a CPU; a prototype wanting essays
+/// wants another endpoint.
+pub const MAX_ANSWER_TOKENS: usize = 2048;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
@@ -59,6 +68,8 @@ pub enum ConfigError {
     BadOrigin(String),
     #[error("turn limits {turns} per request and {checked} checked do not fit: checked must be at least 1 and at most the turns")]
     TurnLimits { turns: usize, checked: usize },
+    #[error("an answer of {0} tokens: give 1 to {MAX_ANSWER_TOKENS}")]
+    AnswerTokens(usize),
 }
 
 impl Default for ServerConfig {
@@ -71,6 +82,7 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(120),
             max_turns: 256,
             max_checked_turns: 32,
+            answer_tokens: aegis_runtime::ANSWER_TOKENS,
         }
     }
 }

@@ -153,7 +153,7 @@ async fn moderations_speak_openais_shape() {
     );
 
     let doc = server.get_json("/openapi.json").await;
-    assert_eq!(doc["openapi"], "3.0.3");
+    assert_eq!(doc["openapi"], "3.1.0");
     for path in [
         "/validate",
         "/chat",

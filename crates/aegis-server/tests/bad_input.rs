@@ -216,6 +216,16 @@ fn a_configuration_the_server_cannot_honour_is_refused() {
         ..ServerConfig::default()
     };
     assert_eq!(star.check(), Ok(()));
+    for answer_tokens in [0, 5000] {
+        let answers = ServerConfig {
+            answer_tokens,
+            ..ServerConfig::default()
+        };
+        assert_eq!(
+            answers.check(),
+            Err(ConfigError::AnswerTokens(answer_tokens))
+        );
+    }
 }
 
 #[tokio::test]
