@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::{Role, Turn};
+use crate::input::{EarlierTurns, Role, Turn};
 
 /// At most this many tokens of earlier turns go with a checked turn: the encoder reads the turn
 /// and its context in one window, and a few recent turns carry what a verdict needs.
@@ -50,7 +50,8 @@ pub struct TurnReport {
     pub index: usize,
     pub role: Role,
     /// The earlier turns read with it, oldest first.
-    pub context: Vec<Turn>,
+    #[cfg_attr(feature = "ts", ts(as = "Vec<Turn>"))]
+    pub context: EarlierTurns,
     /// Earlier turns left out, oldest first, because the context was over its budget.
     pub context_cut: usize,
 }
@@ -58,10 +59,10 @@ pub struct TurnReport {
 /// The newest turns of `context` whose tokens (by `count`) fit in `budget`, and how many older
 /// turns were cut. A turn is kept whole or cut whole, so the reader never sees half a sentence.
 pub fn fit_context(
-    context: &[Turn],
+    context: &EarlierTurns,
     budget: usize,
     count: impl Fn(&str) -> usize,
-) -> (Vec<Turn>, usize) {
+) -> (EarlierTurns, usize) {
     let mut used = 0;
     let mut kept = 0;
     for turn in context.iter().rev() {
@@ -74,7 +75,7 @@ pub fn fit_context(
         kept += 1;
     }
     let cut = context.len() - kept;
-    (context[cut..].to_vec(), cut)
+    (context.without_oldest(cut), cut)
 }
 
 /// The text a head reads for a turn in its context: the earlier turns, then the turn, one a line.
@@ -99,13 +100,18 @@ mod tests {
 
     #[test]
     fn the_context_is_cut_from_the_oldest_turn_and_the_cut_counted() {
-        let context = [
+        let context = EarlierTurns::from(vec![
             Turn::user("one two three four five six"),
             Turn::assistant("seven eight"),
             Turn::user("nine"),
-        ];
+        ]);
         let (kept, cut) = fit_context(&context, 11, words);
         assert_eq!(kept, context[1..]);
+        assert_eq!(
+            kept.without_oldest(5).len(),
+            0,
+            "cutting more than there is leaves none"
+        );
         assert_eq!(cut, 1);
         let (all, none_cut) = fit_context(&context, 100, words);
         assert_eq!((all.len(), none_cut), (3, 0));

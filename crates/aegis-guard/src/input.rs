@@ -2,6 +2,9 @@
 //! message is a user's turn with no context, so every caller speaks the same type whether it has
 //! a conversation or a single string.
 
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GuardError, Result};
@@ -47,6 +50,92 @@ pub struct Turn {
     pub content: String,
 }
 
+/// The turns before a checked one, oldest first: a window on the conversation's turns, shared by
+/// every turn checked in it. Checking each of a conversation's turns in context then keeps one
+/// copy of the conversation, not one per turn (which grows with the square of its length), and
+/// cutting the oldest turns to fit a budget copies nothing either.
+#[derive(Clone, Default)]
+pub struct EarlierTurns {
+    conversation: Arc<[Turn]>,
+    window: Range<usize>,
+}
+
+impl EarlierTurns {
+    /// The turns before `index` in `conversation`.
+    pub fn before(conversation: &Arc<[Turn]>, index: usize) -> Self {
+        Self {
+            conversation: Arc::clone(conversation),
+            window: 0..index.min(conversation.len()),
+        }
+    }
+
+    /// These turns without the oldest `cut`.
+    pub fn without_oldest(&self, cut: usize) -> Self {
+        Self {
+            conversation: Arc::clone(&self.conversation),
+            window: (self.window.start + cut).min(self.window.end)..self.window.end,
+        }
+    }
+}
+
+impl Deref for EarlierTurns {
+    type Target = [Turn];
+    fn deref(&self) -> &[Turn] {
+        &self.conversation[self.window.clone()]
+    }
+}
+
+impl From<Vec<Turn>> for EarlierTurns {
+    fn from(turns: Vec<Turn>) -> Self {
+        let window = 0..turns.len();
+        Self {
+            conversation: turns.into(),
+            window,
+        }
+    }
+}
+
+impl std::fmt::Debug for EarlierTurns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for EarlierTurns {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<[Turn]> for EarlierTurns {
+    fn eq(&self, other: &[Turn]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<Vec<Turn>> for EarlierTurns {
+    fn eq(&self, other: &Vec<Turn>) -> bool {
+        **self == **other
+    }
+}
+
+impl Serialize for EarlierTurns {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for EarlierTurns {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        Vec::<Turn>::deserialize(deserializer).map(Self::from)
+    }
+}
+
 impl Turn {
     pub fn user(content: impl Into<String>) -> Self {
         Self {
@@ -80,7 +169,7 @@ pub enum TurnsChecked {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuardInput {
     /// The turns before the checked one, oldest first.
-    pub context: Vec<Turn>,
+    pub context: EarlierTurns,
     pub turn: Turn,
     /// The checked turn's position in its conversation, from 0.
     pub index: usize,
@@ -90,7 +179,7 @@ impl GuardInput {
     /// A single message, as a user's turn with nothing before it.
     pub fn message(text: impl Into<String>) -> Self {
         Self {
-            context: Vec::new(),
+            context: EarlierTurns::default(),
             turn: Turn::user(text),
             index: 0,
         }
@@ -109,10 +198,12 @@ impl GuardInput {
             TurnsChecked::Last => turns.len() - 1..turns.len(),
             TurnsChecked::All => 0..turns.len(),
         };
+        // One copy of the conversation, however many of its turns are checked.
+        let conversation: Arc<[Turn]> = turns.into();
         Ok(wanted
             .map(|index| Self {
-                context: turns[..index].to_vec(),
-                turn: turns[index].clone(),
+                context: EarlierTurns::before(&conversation, index),
+                turn: conversation[index].clone(),
                 index,
             })
             .collect())
@@ -261,6 +352,25 @@ pub fn turn_from_parts(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_checked_turn_reads_one_shared_copy_of_the_conversation() -> Result<()> {
+        let turns: Vec<Turn> = (0..200)
+            .map(|i| match i % 2 {
+                0 => Turn::user(format!("pesan {i}")),
+                _ => Turn::assistant(format!("jawaban {i}")),
+            })
+            .collect();
+        let inputs = GuardInput::from_conversation(&turns, TurnsChecked::All)?;
+        let first = &inputs[0].context.conversation;
+        assert!(inputs
+            .iter()
+            .all(|i| Arc::ptr_eq(&i.context.conversation, first)));
+        for (i, input) in inputs.iter().enumerate() {
+            assert_eq!(input.context, turns[..i]);
+        }
+        Ok(())
+    }
 
     #[test]
     fn the_last_turn_is_checked_with_every_turn_before_it() -> Result<()> {

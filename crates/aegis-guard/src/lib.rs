@@ -30,8 +30,8 @@ pub use heads::{
     DECODER_HEADS_DIR, ENCODING_PREAMBLE, HEADS_DIR,
 };
 pub use input::{
-    answer_prompt, fitting_answer_prompt, turn_from_parts, validate_conversation, GuardInput, Role,
-    Turn, TurnsChecked,
+    answer_prompt, fitting_answer_prompt, turn_from_parts, validate_conversation, EarlierTurns,
+    GuardInput, Role, Turn, TurnsChecked,
 };
 pub use language::Language;
 pub use mention::QuoteReading;

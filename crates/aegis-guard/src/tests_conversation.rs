@@ -138,7 +138,7 @@ fn a_long_context_is_cut_from_the_oldest_turn_and_the_cut_reported() {
     assert_eq!(verdict.turn.context_cut, 1);
     assert_eq!(
         verdict.turn.context,
-        [Turn::assistant("nine ten"), Turn::user("eleven")]
+        [Turn::assistant("nine ten"), Turn::user("eleven")][..]
     );
 }
 
@@ -187,7 +187,7 @@ fn an_empty_context_turn_is_refused_by_its_position() {
         vec![validator("toxic", 1)],
     );
     let input = GuardInput {
-        context: vec![Turn::user("halo"), Turn::assistant(" ")],
+        context: vec![Turn::user("halo"), Turn::assistant(" ")].into(),
         turn: Turn::user("ok"),
         index: 2,
     };

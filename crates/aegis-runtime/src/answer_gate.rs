@@ -75,7 +75,7 @@ pub async fn answer_gate(
     let answer = written.trim().to_string();
     let index = turns.len();
     let answer_turn = GuardInput {
-        context: turns,
+        context: turns.into(),
         turn: Turn::assistant(answer.clone()),
         index,
     };

@@ -347,7 +347,7 @@ async fn answer(
             "answer needs a conversation that ends with the user's turn, and checks that turn only",
         ));
     }
-    let mut turns = last.context;
+    let mut turns = last.context.to_vec();
     turns.push(last.turn);
     let submitter = Submitter {
         source: Source::Http,

@@ -221,7 +221,7 @@ fn control_token_spellings_in_the_context_stay_text_on_the_real_model() {
     );
     let guard = Guard::new(model.clone(), vec![validator]);
     let input = GuardInput {
-        context: vec![Turn::user(spelled), Turn::assistant(spelled)],
+        context: vec![Turn::user(spelled), Turn::assistant(spelled)].into(),
         turn: Turn::user("aku tahu sekolahmu"),
         index: 2,
     };

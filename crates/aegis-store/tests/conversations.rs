@@ -13,7 +13,8 @@ async fn a_turn_keeps_its_role_position_and_context_and_a_lone_message_reads_as_
         context: vec![
             Turn::user("kamu tinggal di mana?"),
             Turn::assistant("Maaf, saya tidak bisa membagikan itu."),
-        ],
+        ]
+        .into(),
         context_cut: 1,
     };
     checked.results[2].context_score = Some(0.91);
@@ -35,7 +36,7 @@ async fn a_turn_keeps_its_role_position_and_context_and_a_lone_message_reads_as_
     let detail = t.store.get(id).await.expect("read").expect("kept");
     assert_eq!(detail.row.role, Role::User);
     assert_eq!(detail.row.turn_index, 3);
-    assert_eq!(detail.row.context, checked.turn.context);
+    assert_eq!(checked.turn.context, detail.row.context);
     assert_eq!(detail.row.context_cut, 1);
     let harassment = &detail.row.results[2];
     assert!(harassment.caught_in_context);
