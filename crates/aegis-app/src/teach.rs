@@ -69,6 +69,10 @@ pub struct NewValidator {
     pub rejection_en: String,
     /// Messages that violate the policy, at least [`MIN_NEW_POSITIVES`].
     pub positives: Vec<String>,
+    /// Near misses: messages on the same topic that do not violate it (news, questions, help
+    /// for someone else). Without them the head learns the topic, not the policy.
+    #[serde(default)]
+    pub near_misses: Vec<String>,
 }
 
 impl Console {
@@ -184,14 +188,23 @@ impl Console {
                 )));
             }
         }
-        let mut positives: Vec<&str> = new
-            .positives
-            .iter()
-            .map(|p| p.trim())
-            .filter(|p| !p.is_empty())
-            .collect();
-        positives.sort_unstable();
-        positives.dedup();
+        let distinct = |texts: &[String]| {
+            let mut kept: Vec<String> = texts
+                .iter()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect();
+            kept.sort_unstable();
+            kept.dedup();
+            kept
+        };
+        let positives = distinct(&new.positives);
+        let near_misses = distinct(&new.near_misses);
+        if let Some(both) = near_misses.iter().find(|t| positives.contains(t)) {
+            return Err(ConsoleError::Invalid(format!(
+                "{both:?} is both a message that violates the policy and one that does not"
+            )));
+        }
         if positives.len() < MIN_NEW_POSITIVES {
             return Err(ConsoleError::Invalid(format!(
                 "a new validator needs at least {MIN_NEW_POSITIVES} different messages that violate its policy; there are {}",
@@ -202,9 +215,11 @@ impl Console {
         // Written (validated, atomically, versioned) and loaded before its examples go in, so an
         // example never names a validator that does not exist.
         self.save_template(&key, &content).await?;
-        for text in positives {
-            self.add_example(&key, text, true, ExampleOrigin::Manual, None)
-                .await?;
+        for (texts, violates) in [(positives, true), (near_misses, false)] {
+            for text in texts {
+                self.add_example(&key, &text, violates, ExampleOrigin::Manual, None)
+                    .await?;
+            }
         }
         Ok(key)
     }
@@ -462,6 +477,7 @@ mod tests {
             rejection_id: "Maaf: tidak bisa.".into(),
             rejection_en: "Sorry # no".into(),
             positives: vec![],
+            near_misses: vec![],
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let validator =

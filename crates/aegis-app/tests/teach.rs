@@ -30,6 +30,7 @@ fn new_validator(positives: Vec<String>) -> NewValidator {
         rejection_id: "Maaf, pesan ini meminta data pribadi.".into(),
         rejection_en: "Sorry, this message asks for personal data.".into(),
         positives,
+        near_misses: Vec::new(),
     }
 }
 
@@ -90,6 +91,14 @@ async fn a_validator_taught_from_examples_decides_by_its_head_learns_a_mark_and_
     assert!(
         figures.threshold.is_some(),
         "the benign rows set a threshold"
+    );
+    // Positives only, against data that never comes near their topic: the report says so.
+    assert!(
+        figures
+            .topic_warning
+            .as_deref()
+            .is_some_and(|w| w.contains("topic, not the policy")),
+        "{figures:?}"
     );
     let events = fixture.events.0.lock().expect("events").clone();
     assert!(

@@ -54,6 +54,23 @@ pub enum ExamplesCommand {
         #[arg(long)]
         validator: Option<String>,
     },
+    /// The messages to label next for a validator (active learning): those its current head is
+    /// least sure of and the highest-scoring ones no label has confirmed, alternating. Label
+    /// them with `aegis examples add`, then train again.
+    Suggest {
+        validator: String,
+        /// Candidates: a file of messages (CSV, JSONL, text; repeatable). Default: the messages
+        /// in history.
+        #[arg(long = "from")]
+        from: Vec<PathBuf>,
+        /// How many to suggest.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        n: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        guard: Box<crate::options::GuardArgs>,
+    },
     /// Remove examples by id.
     Remove {
         #[arg(required = true)]
@@ -114,8 +131,20 @@ fn all_found(missing: &[i64]) -> Result<()> {
 }
 
 pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
+    // Suggesting loads the guard, which opens the store itself when it must finish an apply.
+    let command = match args.command {
+        ExamplesCommand::Suggest {
+            validator,
+            from,
+            n,
+            json,
+            guard,
+        } => return suggest(&args.db, &validator, &from, n, json, &guard),
+        command => command,
+    };
     with_store(&args.db, |store| async move {
-        match args.command {
+        match command {
+            ExamplesCommand::Suggest { .. } => unreachable!("answered before the store opens"),
             ExamplesCommand::Add {
                 validator,
                 text,
@@ -333,6 +362,87 @@ fn print_applied(applied: &aegis_teach::Applied, what: &str) {
     if let Some(threshold) = applied.threshold {
         println!("threshold {threshold:.3} written into its template");
     }
+}
+
+/// `aegis examples suggest`: the pool scored by the validator's current head.
+fn suggest(
+    db: &DbArgs,
+    key: &str,
+    from: &[PathBuf],
+    wanted: usize,
+    json: bool,
+    guard_args: &crate::options::GuardArgs,
+) -> Result<ExitStatus> {
+    let mut pool: Vec<(String, String)> = Vec::new();
+    for path in from {
+        let file = aegis_import::MessageFile::read(path, None)?;
+        pool.extend(
+            file.rows
+                .iter()
+                .filter_map(|row| row.text().ok())
+                .map(|text| (text.to_string(), file.file_name.clone())),
+        );
+    }
+    let prompts = guard_args.prompts_dir()?;
+    let labelled_in_history = with_store(db, |store| async move {
+        if from.is_empty() {
+            let recent = store
+                .list(&aegis_store::HistoryFilter::default(), None, 10_000)
+                .await?;
+            pool.extend(recent.rows.into_iter().map(|r| (r.text, "history".into())));
+        }
+        let taught = store.examples(Some(key)).await?;
+        Ok((pool, taught))
+    })?;
+    let (pool, taught) = labelled_in_history;
+    anyhow::ensure!(
+        !pool.is_empty(),
+        "no messages to choose from: give --from FILE, or check some messages first"
+    );
+    // Whatever is labelled for it already, taught or in the training files, is not asked again.
+    let files = aegis_teach::training_files(&prompts);
+    let mut labelled: std::collections::HashSet<String> = taught
+        .into_iter()
+        .map(|e| e.text.trim().to_string())
+        .collect();
+    labelled.extend(
+        aegis_teach::read_messages(&files.training, &[])?
+            .into_iter()
+            .filter(|m| m.label(key).is_some())
+            .map(|m| m.text.trim().to_string()),
+    );
+    let guard = guard_args.load(db)?;
+    let cache = aegis_guard::FeatureCache::new(crate::train::default_feature_cache());
+    let report = |_: &str, _: usize, _: usize| {};
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let progress = aegis_teach::Progress {
+        report: &report,
+        cancel: &cancel,
+    };
+    let suggestions = aegis_teach::suggest(
+        &guard,
+        aegis_teach::SuggestRequest {
+            key,
+            pool,
+            labelled,
+            cache: Some(&cache),
+            wanted,
+        },
+        &progress,
+    )?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&suggestions)?);
+    } else {
+        for s in &suggestions {
+            let why = match s.reason {
+                aegis_teach::SuggestionReason::Unsure => "unsure",
+                aegis_teach::SuggestionReason::HighestUnlabelled => "high",
+            };
+            println!("{:.3}  {why:<6}  {}", s.score, s.text.replace('\n', " "));
+        }
+        eprintln!("label them: aegis examples add {key} TEXT --fail (or --pass); then train again");
+    }
+    Ok(ExitStatus::Passed)
 }
 
 /// Makes `head` live in `prompts` as the validator's newest version, with its threshold.

@@ -263,6 +263,11 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         } else {
             None
         };
+        if let Some(warning) =
+            aegis_teach::topic_warning(&trained.chosen.out_of_fold, &trained.labels, threshold)
+        {
+            eprintln!("warning: {key}: {warning}");
+        }
         // The head keeps the threshold tuned with it (three decimals, as templates write them).
         trained.head.training.threshold = threshold.map(|t| (t * 1000.0).round() / 1000.0);
         let threshold = threshold.or_else(|| {
@@ -479,7 +484,7 @@ impl ProgressLines {
     }
 }
 
-fn default_feature_cache() -> PathBuf {
+pub(crate) fn default_feature_cache() -> PathBuf {
     dirs::cache_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("aegis/features")

@@ -79,6 +79,9 @@ pub struct TeachFigures {
     pub benign_rows: usize,
     /// Taught examples the new head decides against their label (in sample, at the threshold).
     pub taught_still_wrong: usize,
+    /// Why the head may have learned the validator's topic rather than its policy (no passing
+    /// example near the violating ones), and what to teach; `None` when they come near.
+    pub topic_warning: Option<String>,
     pub alpha: f64,
     pub layers: String,
     /// Messages the model had to encode (the rest came from the feature cache).
@@ -233,6 +236,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         benign_false_positive_rate: choice.as_ref().and_then(|c| c.benign_false_positive_rate),
         benign_rows: choice.as_ref().map_or(0, |c| c.benign_rows),
         taught_still_wrong,
+        topic_warning: crate::topic_warning(&chosen.out_of_fold, &trained.labels, threshold),
         alpha: trained.head.training.alpha,
         layers: trained.head.features.label(),
         encoded,
@@ -260,7 +264,7 @@ fn layers_to_read(guard: &Guard, current: Option<&Head>) -> Vec<usize> {
     }
 }
 
-fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {
+pub(crate) fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {
     head.probability(&features.input(layers))
         .ok()
         .map(f64::from)
@@ -268,7 +272,7 @@ fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f6
 
 /// Features of `texts` in batches, from the cache where it has them; `None` for a text the model
 /// could not read. Returns them and how many the model encoded.
-fn read_features(
+pub(crate) fn read_features(
     guard: &Guard,
     texts: &[&str],
     cache: Option<&FeatureCache>,

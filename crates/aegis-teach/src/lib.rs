@@ -6,6 +6,8 @@
 mod data;
 mod error;
 mod fit;
+mod near_miss;
+mod suggest;
 mod versions;
 
 pub use data::{
@@ -13,6 +15,8 @@ pub use data::{
     TrainingFiles,
 };
 pub use error::{Result, TeachError};
+pub use near_miss::{topic_warning, NEAR_SHARE, THRESHOLD_FLOOR};
+pub use suggest::{suggest, SuggestRequest, Suggestion, SuggestionReason};
 
 /// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for

@@ -12,4 +12,9 @@ policy: string, rejection_id: string, rejection_en: string,
 /**
  * Messages that violate the policy, at least [`MIN_NEW_POSITIVES`].
  */
-positives: Array<string>, };
+positives: Array<string>, 
+/**
+ * Near misses: messages on the same topic that do not violate it (news, questions, help
+ * for someone else). Without them the head learns the topic, not the policy.
+ */
+near_misses: Array<string>, };

@@ -29,7 +29,12 @@ recall: number | null, precision: number | null, benign_false_positive_rate: num
 /**
  * Taught examples the new head decides against their label (in sample, at the threshold).
  */
-taught_still_wrong: number, alpha: number, layers: string, 
+taught_still_wrong: number, 
+/**
+ * Why the head may have learned the validator's topic rather than its policy (no passing
+ * example near the violating ones), and what to teach; `None` when they come near.
+ */
+topic_warning: string | null, alpha: number, layers: string, 
 /**
  * Messages the model had to encode (the rest came from the feature cache).
  */

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The learning curve of a validator taught from examples (issue 47), on a policy the project
+never shipped (docs/examples/gambling/): how many near misses it flags and how many promotions it
+catches on the held-apart set, against the number of labels, when the author labels
+
+  positives   the 30 positives only;
+  random      the positives and 30 pool messages drawn at random;
+  active      the positives and 3 rounds of 10 pool messages `aegis examples suggest` chose,
+
+each label the one pool.jsonl gives (the author's answer, replayed). Every condition starts from a
+fresh templates folder and database; heads train on the shipped data as negatives, as the
+README's path does, with the benign budget's threshold (--tune-thresholds). Also reports the
+share of prompt_guard/heads/benign-real-holdout.jsonl the validator flags.
+
+    cargo build --release -p aegis-cli
+    scripts/research/teach-curve.py [--aegis target/release/aegis] [--conditions positives,random,active]
+"""
+import argparse
+import collections
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+KEY = "gambling_promotion"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs/examples/gambling"
+SHIPPED = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign", "benign-real"]
+
+
+def rows(path):
+    return [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+
+
+class Run:
+    def __init__(self, aegis, work):
+        self.aegis, self.work = aegis, work
+        self.prompts = work / "prompts"
+        shutil.copytree(ROOT / "prompt_guard", self.prompts)
+        shutil.copy(EXAMPLES / f"{KEY}.txt", self.prompts / f"{KEY}.txt")
+        self.db = work / "history.db"
+        self.labels = 0
+
+    def call(self, *args, out=None):
+        command = [str(self.aegis), *args]
+        result = subprocess.run(command, capture_output=True, text=True,
+                                env={**__import__("os").environ, "AEGIS_DB": str(self.db)})
+        if result.returncode not in (0, 1):
+            sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+        return result.stdout
+
+    def label(self, items):
+        path = self.work / f"labels-{self.labels}.jsonl"
+        with open(path, "w", encoding="utf-8") as f:
+            for row in items:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.call("examples", "import", str(path), "--validator", KEY)
+        self.labels += len(items)
+
+    def train(self):
+        data = [arg for name in SHIPPED
+                for arg in ("--data", str(self.prompts / "heads" / f"{name}.jsonl"))]
+        self.call("train", KEY, "--examples", "--prompts", str(self.prompts), *data,
+                  "--layers", "embedding", "--tune-thresholds", "--benign-budget", "0.01")
+
+    def suggest(self, n):
+        out = self.call("examples", "suggest", KEY, "--from", str(EXAMPLES / "pool.jsonl"),
+                        "-n", str(n), "--json", "--prompts", str(self.prompts))
+        return [s["text"] for s in json.loads(out)]
+
+    def failed(self, path):
+        out = self.call("check", "--file", str(path), "--json", "--no-history",
+                        "--prompts", str(self.prompts))
+        verdicts = {}
+        for line in out.splitlines():
+            if line.strip():
+                v = json.loads(line)
+                verdicts[v["line"]] = any(s["step"] == KEY and s["status"] == "failed"
+                                          for s in v["execution_per_step"])
+        return [verdicts.get(i + 1, False) for i in range(len(rows(path)))]
+
+    def measure(self, condition):
+        held = rows(EXAMPLES / "held-apart.jsonl")
+        failed = self.failed(EXAMPLES / "held-apart.jsonl")
+        by = collections.defaultdict(lambda: [0, 0, 0, 0])  # caught, positives, flagged, near misses
+        for row, f in zip(held, failed):
+            cell = by[row["lang"]]
+            if row["labels"][KEY]:
+                cell[0] += f
+                cell[1] += 1
+            else:
+                cell[2] += f
+                cell[3] += 1
+        benign = self.failed(ROOT / "prompt_guard/heads/benign-real-holdout.jsonl")
+        parts = [f"{lang}: recall {c[0]}/{c[1]}, near misses flagged {c[2]}/{c[3]} ({c[2] / c[3]:.0%})"
+                 for lang, c in sorted(by.items())]
+        print(f"{condition:<10} labels {self.labels:>3}  " + "; ".join(parts)
+              + f"; benign-real-holdout flagged {sum(benign)}/{len(benign)} ({sum(benign) / len(benign):.1%})",
+              flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--aegis", default=str(ROOT / "target/release/aegis"))
+    parser.add_argument("--conditions", default="positives,random,active")
+    args = parser.parse_args()
+    positives = rows(EXAMPLES / "positives.jsonl")
+    pool = rows(EXAMPLES / "pool.jsonl")
+    gold = {row["text"]: row for row in pool}
+    for condition in args.conditions.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Run(args.aegis, Path(tmp))
+            run.label(positives)
+            run.train()
+            if condition == "positives":
+                run.measure(condition)
+            elif condition == "random":
+                run.label(random.Random(47).sample(pool, 30))
+                run.train()
+                run.measure(condition)
+            elif condition == "active":
+                for _ in range(3):
+                    run.label([gold[text] for text in run.suggest(10)])
+                    run.train()
+                    run.measure(condition)
+            else:
+                sys.exit(f"unknown condition {condition}")
+
+
+if __name__ == "__main__":
+    main()
