@@ -18,6 +18,7 @@ share of prompt_guard/heads/benign-real-holdout.jsonl the validator flags.
 import argparse
 import collections
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -44,12 +45,13 @@ class Run:
         self.db = work / "history.db"
         self.labels = 0
 
-    def call(self, *args, out=None):
+    def call(self, *args):
         command = [str(self.aegis), *args]
         result = subprocess.run(command, capture_output=True, text=True,
-                                env={**__import__("os").environ, "AEGIS_DB": str(self.db)})
+                                env={**os.environ, "AEGIS_DB": str(self.db)})
         if result.returncode not in (0, 1):
             sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+        self.stderr = result.stderr
         return result.stdout
 
     def label(self, items):
@@ -65,6 +67,7 @@ class Run:
                 for arg in ("--data", str(self.prompts / "heads" / f"{name}.jsonl"))]
         self.call("train", KEY, "--examples", "--prompts", str(self.prompts), *data,
                   "--layers", "embedding", "--tune-thresholds", "--benign-budget", "0.01")
+        self.warned = f"warning: {KEY}: The head may have learned the topic" in self.stderr
 
     def suggest(self, n):
         out = self.call("examples", "suggest", KEY, "--from", str(EXAMPLES / "pool.jsonl"),
@@ -98,7 +101,8 @@ class Run:
         parts = [f"{lang}: recall {c[0]}/{c[1]}, near misses flagged {c[2]}/{c[3]} ({c[2] / c[3]:.0%})"
                  for lang, c in sorted(by.items())]
         print(f"{condition:<10} labels {self.labels:>3}  " + "; ".join(parts)
-              + f"; benign-real-holdout flagged {sum(benign)}/{len(benign)} ({sum(benign) / len(benign):.1%})",
+              + f"; benign-real-holdout flagged {sum(benign)}/{len(benign)} ({sum(benign) / len(benign):.1%})"
+              + ("; topic warning" if self.warned else ""),
               flush=True)
 
 

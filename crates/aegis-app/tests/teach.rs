@@ -92,14 +92,8 @@ async fn a_validator_taught_from_examples_decides_by_its_head_learns_a_mark_and_
         figures.threshold.is_some(),
         "the benign rows set a threshold"
     );
-    // Positives only, against data that never comes near their topic: the report says so.
-    assert!(
-        figures
-            .topic_warning
-            .as_deref()
-            .is_some_and(|w| w.contains("topic, not the policy")),
-        "{figures:?}"
-    );
+    // This sample's benign rows talk about codes and ID cards too: no warning.
+    assert_eq!(figures.topic_warning, None, "{figures:?}");
     let events = fixture.events.0.lock().expect("events").clone();
     assert!(
         events.iter().any(|e| matches!(e, ConsoleEvent::Train { train_id, stage, .. } if train_id == "t1" && stage == "reading messages")),

@@ -259,7 +259,17 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             started.elapsed().as_secs_f64()
         );
         let threshold = if args.tune_thresholds {
-            tune_threshold(&guard, &trained, args.benign_budget)?
+            let budget = tune_threshold(&guard, &trained, args.benign_budget)?;
+            // The author's near misses draw the line where the benign data cannot.
+            let near_miss =
+                aegis_teach::near_miss_threshold(key, &usable, &trained.chosen.out_of_fold);
+            if let Some(line) = near_miss.filter(|&n| budget.is_none_or(|b| n > b)) {
+                eprintln!(
+                    "{key}: threshold raised to {line:.3} so at most {:.0}% of the taught near misses fail",
+                    aegis_teach::NEAR_MISS_BUDGET * 100.0
+                );
+            }
+            aegis_teach::higher_threshold(budget, near_miss)
         } else {
             None
         };

@@ -406,3 +406,77 @@ fn threshold_in(template: &str) -> f64 {
         .and_then(|value| value.trim().parse().ok())
         .expect("a threshold line")
 }
+
+/// A validator taught from positives alone, against data that never mentions its topic
+/// (docs/examples/gambling/), is warned that it learned the topic; once its author teaches near
+/// misses (messages on the topic that pass), the warning is gone.
+#[test]
+fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("h.db");
+    let db = db.to_str().expect("path");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).expect("mkdir");
+    let gambling = repo_root().join("docs/examples/gambling");
+    std::fs::copy(
+        gambling.join("gambling_promotion.txt"),
+        prompts.join("gambling_promotion.txt"),
+    )
+    .expect("copy template");
+    let prompts = prompts.to_str().expect("path");
+    // The Teach view's end-to-end sample: benign chat and the shipped validators' positives.
+    let data = repo_root().join("ui/e2e/fixtures/teach-data.jsonl");
+    let import = |file: &Path| {
+        let out = examples(
+            db,
+            &[
+                "import",
+                file.to_str().expect("path"),
+                "--validator",
+                "gambling_promotion",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    let train = || {
+        let out = aegis(&[
+            "train",
+            "gambling_promotion",
+            "--examples",
+            "--db",
+            db,
+            "--prompts",
+            prompts,
+            "--data",
+            data.to_str().expect("path"),
+            "--layers",
+            "embedding",
+            "--tune-thresholds",
+            "--dry-run",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    import(&gambling.join("positives.jsonl"));
+    let alone = train();
+    assert!(
+        alone.contains("may have learned the topic, not the policy"),
+        "{alone}"
+    );
+
+    // The pool's near misses, as an author would mark them.
+    let near_misses: String = std::fs::read_to_string(gambling.join("pool.jsonl"))
+        .expect("pool")
+        .lines()
+        .filter(|line| line.contains("\"gambling_promotion\": false"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let file = dir.path().join("near-misses.jsonl");
+    std::fs::write(&file, near_misses).expect("write");
+    import(&file);
+    let taught = train();
+    assert!(
+        !taught.contains("may have learned the topic"),
+        "near misses that score near the promotions silence it: {taught}"
+    );
+}

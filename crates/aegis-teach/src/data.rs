@@ -81,6 +81,9 @@ pub fn read_messages(
     Ok(messages)
 }
 
+/// The id prefix of rows that are taught examples (`example:ID`).
+pub const TAUGHT_ID_PREFIX: &str = "example:";
+
 /// Taught examples as labelled rows: each labels its own validator only. Its origin and language
 /// are its group in validation by source, so a head taught in two languages is measured on each
 /// language's examples with the other's alone to learn from.
@@ -90,7 +93,7 @@ pub fn taught_rows(examples: Vec<StoredExample>) -> Vec<LabelledMessage> {
         // A client's proposal is not trained on until a reviewer accepts it.
         .filter(|e| !e.pending)
         .map(|e| LabelledMessage {
-            id: Some(format!("example:{}", e.id)),
+            id: Some(format!("{TAUGHT_ID_PREFIX}{}", e.id)),
             text: e.text,
             source: Some(format!("taught-{}-{}", e.origin.as_str(), e.language)),
             lang: Some(e.language),

@@ -79,6 +79,9 @@ pub struct TeachFigures {
     pub benign_rows: usize,
     /// Taught examples the new head decides against their label (in sample, at the threshold).
     pub taught_still_wrong: usize,
+    /// The threshold the author's taught near misses ask for (at most 10% of them failing), when
+    /// there are enough of them; the threshold is the higher of it and the budget's.
+    pub near_miss_threshold: Option<f64>,
     /// Why the head may have learned the validator's topic rather than its policy (no passing
     /// example near the violating ones), and what to teach; `None` when they come near.
     pub topic_warning: Option<String>,
@@ -181,7 +184,8 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         &trained.chosen.fold_of,
         3,
     );
-    let threshold = choice.as_ref().map(|c| c.threshold);
+    let near_miss = crate::near_miss_threshold(key, &usable, &trained.chosen.out_of_fold);
+    let threshold = crate::higher_threshold(choice.as_ref().map(|c| c.threshold), near_miss);
     trained.head.training.threshold = threshold;
     let train_seconds = started.elapsed().as_secs_f64();
     (progress.report)("training", 1, 1);
@@ -190,7 +194,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
     let taught_still_wrong = usable
         .iter()
         .zip(&features)
-        .filter(|(m, _)| m.id.as_deref().is_some_and(|id| id.starts_with("example:")))
+        .filter(|(m, _)| crate::is_taught(m))
         .filter(|(m, f)| {
             let score = score(&trained.head, f, &layers).unwrap_or(0.0);
             Some(score >= decide_at) != m.label(key)
@@ -209,6 +213,17 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
     )?;
 
     let chosen = &trained.chosen;
+    // The budget's nested figures hold at its own threshold; once near misses raise it, the
+    // out-of-fold scores at the raised one.
+    let at_threshold = match (&choice, threshold) {
+        (Some(c), Some(t)) if (t - c.threshold).abs() < 1e-9 => Figures {
+            recall: c.recall,
+            precision: c.precision,
+            benign_false_positive_rate: c.benign_false_positive_rate,
+        },
+        (_, Some(t)) => figures_at(&chosen.out_of_fold, &trained.labels, &trained.benign, t),
+        _ => Figures::default(),
+    };
     let figures = TeachFigures {
         validator: key.to_string(),
         rows: chosen.cv.rows,
@@ -231,10 +246,11 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         threshold,
         current_threshold: f64::from(validator.threshold),
         benign_budget: request.benign_budget,
-        recall: choice.as_ref().and_then(|c| c.recall),
-        precision: choice.as_ref().and_then(|c| c.precision),
-        benign_false_positive_rate: choice.as_ref().and_then(|c| c.benign_false_positive_rate),
+        recall: at_threshold.recall,
+        precision: at_threshold.precision,
+        benign_false_positive_rate: at_threshold.benign_false_positive_rate,
         benign_rows: choice.as_ref().map_or(0, |c| c.benign_rows),
+        near_miss_threshold: near_miss,
         taught_still_wrong,
         topic_warning: crate::topic_warning(&chosen.out_of_fold, &trained.labels, threshold),
         alpha: trained.head.training.alpha,
@@ -248,6 +264,30 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         figures,
         flips,
     })
+}
+
+#[derive(Default)]
+struct Figures {
+    recall: Option<f64>,
+    precision: Option<f64>,
+    benign_false_positive_rate: Option<f64>,
+}
+
+/// Recall, precision and the benign rows' false-positive rate of out-of-fold `scores` at
+/// `threshold`.
+fn figures_at(scores: &[f64], labels: &[bool], benign: &[bool], threshold: f64) -> Figures {
+    let count = |keep: &dyn Fn(usize) -> bool| (0..scores.len()).filter(|&i| keep(i)).count();
+    let positives = count(&|i| labels[i]);
+    let caught = count(&|i| labels[i] && scores[i] >= threshold);
+    let flagged = count(&|i| scores[i] >= threshold);
+    let benign_rows = count(&|i| benign[i]);
+    let benign_flagged = count(&|i| benign[i] && scores[i] >= threshold);
+    let share = |part: usize, whole: usize| (whole > 0).then(|| part as f64 / whole as f64);
+    Figures {
+        recall: share(caught, positives),
+        precision: share(caught, flagged),
+        benign_false_positive_rate: share(benign_flagged, benign_rows),
+    }
 }
 
 /// The layers a new head reads: the current head's, else the encoder's sentence embedding (what

@@ -15,7 +15,10 @@ pub use data::{
     TrainingFiles,
 };
 pub use error::{Result, TeachError};
-pub use near_miss::{topic_warning, NEAR_SHARE, THRESHOLD_FLOOR};
+pub use near_miss::{
+    higher_threshold, is_taught, near_miss_threshold, topic_warning, MIN_NEAR_MISSES,
+    NEAR_MISS_BUDGET, NEAR_SHARE, THRESHOLD_FLOOR,
+};
 pub use suggest::{suggest, SuggestRequest, Suggestion, SuggestionReason};
 
 /// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four

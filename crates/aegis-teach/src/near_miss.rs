@@ -4,6 +4,8 @@
 //! friend asking for help. The sign is in the out-of-fold scores: no passing example comes near
 //! the violating ones, and the benign budget's threshold falls to almost nothing.
 
+use aegis_guard::LabelledMessage;
+
 /// A threshold below this, chosen for the benign budget, means no passing message scored near
 /// the violating ones: any message on the topic will fail.
 pub const THRESHOLD_FLOOR: f64 = 0.05;
@@ -11,6 +13,58 @@ pub const THRESHOLD_FLOOR: f64 = 0.05;
 /// A passing example is near the violating ones when it scores at least this share of their
 /// median score.
 pub const NEAR_SHARE: f64 = 0.5;
+
+/// Share of the author's own passing examples (taught near misses) a threshold may flag. The
+/// benign budget is measured on traffic that never mentions a new validator's topic, so it
+/// allows a threshold near zero; the author's near misses are the only rows that say where the
+/// policy's line is, and the threshold rises until at most this share of them fails.
+pub const NEAR_MISS_BUDGET: f64 = 0.1;
+
+/// Fewer taught near misses than this say too little to move the threshold.
+pub const MIN_NEAR_MISSES: usize = 5;
+
+/// Whether a training row is one the author taught (rather than a row of the shipped data).
+pub fn is_taught(message: &LabelledMessage) -> bool {
+    message
+        .id
+        .as_deref()
+        .is_some_and(|id| id.starts_with(crate::data::TAUGHT_ID_PREFIX))
+}
+
+/// The lowest threshold (three decimals, as templates write them) at which at most
+/// [`NEAR_MISS_BUDGET`] of the validator's taught passing examples fail, by their out-of-fold
+/// scores. `messages` are the rows training read, in order; `out_of_fold` scores the ones
+/// labelled for `key`, in that order. `None` with fewer than [`MIN_NEAR_MISSES`] of them.
+pub fn near_miss_threshold(
+    key: &str,
+    messages: &[LabelledMessage],
+    out_of_fold: &[f64],
+) -> Option<f64> {
+    let mut near_misses: Vec<f64> = messages
+        .iter()
+        .filter(|m| m.label(key).is_some())
+        .zip(out_of_fold)
+        .filter(|(m, _)| m.label(key) == Some(false) && is_taught(m))
+        .map(|(_, &score)| score)
+        .collect();
+    if near_misses.len() < MIN_NEAR_MISSES {
+        return None;
+    }
+    near_misses.sort_by(|a, b| b.total_cmp(a));
+    let may_fail = (NEAR_MISS_BUDGET * near_misses.len() as f64).floor() as usize;
+    // Just above the highest score that must pass.
+    let must_pass = near_misses[may_fail];
+    Some((((must_pass * 1000.0).floor() + 1.0) / 1000.0).clamp(0.001, 0.999))
+}
+
+/// The threshold a taught validator decides at: the higher of the benign budget's and the near
+/// misses' (either may be missing).
+pub fn higher_threshold(budget: Option<f64>, near_miss: Option<f64>) -> Option<f64> {
+    match (budget, near_miss) {
+        (Some(b), Some(n)) => Some(b.max(n)),
+        (b, n) => b.or(n),
+    }
+}
 
 /// Why the head may have learned the topic rather than the policy, or `None` when passing
 /// examples come near the violating ones. `scores` are out-of-fold P(violation), `labels`
@@ -43,7 +97,7 @@ pub fn topic_warning(scores: &[f64], labels: &[bool], threshold: Option<f64>) ->
             "no passing example scores near the violating ones (the nearest scores {nearest_passing:.3}; the violating ones' median is {median:.3})"
         ),
         (false, Some(t)) => format!(
-            "the benign budget's threshold is only {t:.3} (below {THRESHOLD_FLOOR})"
+            "its threshold is only {t:.3} (below {THRESHOLD_FLOOR}), so nothing passing scores near the line"
         ),
         (false, None) => unreachable_reason(),
     };
@@ -58,12 +112,48 @@ pub fn topic_warning(scores: &[f64], labels: &[bool], threshold: Option<f64>) ->
 /// `threshold_low` is only true with a threshold, so this branch is never taken; a message
 /// rather than a panic keeps the report whole if that ever changes.
 fn unreachable_reason() -> String {
-    "the benign budget's threshold is low".to_string()
+    "its threshold is low".to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(text: &str, violates: bool, taught: bool) -> LabelledMessage {
+        LabelledMessage {
+            id: taught.then(|| format!("example:{text}")),
+            text: text.into(),
+            lang: Some("en".into()),
+            labels: [("promo".to_string(), Some(violates))]
+                .into_iter()
+                .collect(),
+            source: None,
+            kind: None,
+        }
+    }
+
+    #[test]
+    fn the_threshold_rises_until_few_taught_near_misses_fail() {
+        // Ten taught near misses scoring 0.1 to 1.0; the shipped rows do not count.
+        let mut messages: Vec<LabelledMessage> = (1..=10)
+            .map(|i| row(&format!("n{i}"), false, true))
+            .collect();
+        let mut scores: Vec<f64> = (1..=10).map(|i| f64::from(i) / 10.0).collect();
+        messages.push(row("shipped", false, false));
+        scores.push(0.99);
+        messages.push(row("unlabelled", true, false));
+        messages[11].labels.clear();
+        // One of ten may fail: the line goes just above the second highest, 0.9.
+        assert_eq!(
+            near_miss_threshold("promo", &messages, &scores),
+            Some(0.901)
+        );
+        assert_eq!(
+            near_miss_threshold("promo", &messages[..4], &scores),
+            None,
+            "too few"
+        );
+    }
 
     #[test]
     fn positives_against_unrelated_negatives_warn() {
@@ -81,7 +171,7 @@ mod tests {
         assert_eq!(topic_warning(&scores, &labels, Some(0.7)), None);
         // Close passing rows, but the budget still drove the threshold to almost nothing.
         let low = topic_warning(&scores, &labels, Some(0.01)).expect("a warning");
-        assert!(low.contains("threshold is only 0.010"), "{low}");
+        assert!(low.contains("its threshold is only 0.010"), "{low}");
         assert_eq!(
             topic_warning(&[0.1], &[false], None),
             None,

@@ -46,8 +46,9 @@ pub struct SuggestRequest<'a> {
     pub wanted: usize,
 }
 
-/// The `wanted` messages of the pool to label next, scored by the validator's current head at
-/// its template's threshold: half the least sure, half the highest-scoring, alternating.
+/// The `wanted` messages of the pool to label next, scored by the validator's current head: half
+/// the least sure (nearest its template's threshold, or 0.5 when that threshold is degenerate),
+/// half the highest-scoring, alternating.
 pub fn suggest(
     guard: &Guard,
     request: SuggestRequest,
@@ -64,7 +65,15 @@ pub fn suggest(
             "{key} has no head yet: train and apply one, then ask which messages to label next"
         )));
     };
+    // A threshold below the floor is the sign of a head that learned only the topic (see
+    // `topic_warning`): it says nothing about the policy, so doubt is measured where the head
+    // itself is undecided.
     let threshold = f64::from(guard.validators()[slot].threshold);
+    let boundary = if threshold < crate::THRESHOLD_FLOOR {
+        0.5
+    } else {
+        threshold
+    };
     let mut seen = HashSet::new();
     let pool: Vec<(String, String)> = request
         .pool
@@ -90,7 +99,7 @@ pub fn suggest(
         .zip(features)
         .filter_map(|((text, from), f)| Some((text, from, score(head, &f?, &layers)?)))
         .collect();
-    Ok(choose(scored, threshold, request.wanted))
+    Ok(choose(scored, boundary, request.wanted))
 }
 
 /// Alternates the least sure (nearest `threshold`) and the highest-scoring, never one twice.

@@ -31,6 +31,11 @@ recall: number | null, precision: number | null, benign_false_positive_rate: num
  */
 taught_still_wrong: number, 
 /**
+ * The threshold the author's taught near misses ask for (at most 10% of them failing), when
+ * there are enough of them; the threshold is the higher of it and the budget's.
+ */
+near_miss_threshold: number | null, 
+/**
  * Why the head may have learned the validator's topic rather than its policy (no passing
  * example near the violating ones), and what to teach; `None` when they come near.
  */
