@@ -371,7 +371,7 @@ fn schemathesis_finds_the_description_true_to_the_server() {
             "--max-examples",
             "40",
             "--request-timeout",
-            "30",
+            "90",
         ])
         // Its reports and caches go to a folder of its own.
         .current_dir(work.path())
