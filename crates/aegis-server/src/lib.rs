@@ -8,10 +8,12 @@ mod feedback;
 mod json;
 mod limits;
 mod metrics;
+mod moderation;
 mod openapi;
 mod routes;
 mod serve;
 mod state;
+mod status;
 mod trust;
 
 pub use error::ApiError;

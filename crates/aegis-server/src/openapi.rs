@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use utoipa::OpenApi;
 
 use crate::error::ErrorBody;
-use crate::routes::MAX_MODERATION_INPUTS;
+use crate::moderation::MAX_MODERATION_INPUTS;
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -23,9 +23,9 @@ use crate::state::AppState;
     paths(
         crate::routes::validate,
         crate::routes::chat,
-        crate::routes::moderations,
-        crate::routes::health,
-        crate::routes::validators,
+        crate::moderation::moderations,
+        crate::status::health,
+        crate::status::validators,
         crate::feedback::feedback,
         crate::metrics::metrics,
         crate::routes::openapi,

@@ -1,9 +1,7 @@
 //! Endpoints. Handlers are thin: parse, ask the worker, record, shape the answer.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use aegis_engine::SYNTHETIC_WARNING;
 use aegis_guard::{
     turn_from_parts, ChatResponse, GuardError, GuardInput, Role, Turn, TurnsChecked,
     ValidateResponse, Verdict,
@@ -14,22 +12,22 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{worker_error, ApiError};
 use crate::json::ApiJson;
 use crate::state::{AppState, ServerConfig};
-use aegis_runtime::{answer_gate, check_and_record, ModelStatus, Submitter};
+use aegis_runtime::{answer_gate, check_and_record, Submitter};
 
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new()
         .route("/validate", post(validate))
         .route("/chat", post(chat))
-        .route("/health", get(health))
-        .route("/v1/moderations", post(moderations))
-        .route("/validators", get(validators))
+        .route("/health", get(crate::status::health))
+        .route("/v1/moderations", post(crate::moderation::moderations))
+        .route("/validators", get(crate::status::validators))
         .route("/feedback", post(crate::feedback::feedback))
         .route("/openapi.json", get(openapi))
         .route("/metrics", get(crate::metrics::metrics))
@@ -267,7 +265,7 @@ async fn check(
 
 /// Checks the request's turns, all queued at once so the worker batches them; answers keep
 /// their order.
-async fn check_all(
+pub(crate) async fn check_all(
     state: &AppState,
     inputs: Vec<GuardInput>,
     user_id: Option<&str>,
@@ -377,245 +375,6 @@ async fn answer(
     }
     .to_string();
     Ok(response)
-}
-
-/// Whether the server runs and what its model is doing.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Health {
-    /// `healthy`, or `degraded` when the model failed or cannot answer.
-    status: &'static str,
-    message: &'static str,
-    model: ModelHealth,
-}
-
-#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
-pub(crate) struct ModelHealth {
-    state: ModelState,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
-    /// `cpu` or `cuda:N`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    device: Option<String>,
-    /// `f32`, `bf16` or `quantized`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    weights: Option<String>,
-    /// Random weights for speed tests: verdicts mean nothing.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    synthetic: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warning: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-#[derive(Debug, Default, Clone, Copy, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ModelState {
-    #[default]
-    Loading,
-    Ready,
-    /// Loaded, but its server does not answer now.
-    Unavailable,
-    Failed,
-}
-
-/// Liveness and the model's state; never needs the token.
-#[utoipa::path(get, path = "/health", responses((status = 200, description = "Running", body = Health)))]
-pub(crate) async fn health(State(state): State<Arc<AppState>>) -> Json<Health> {
-    let model = match state.worker.status() {
-        ModelStatus::Loading => ModelHealth::default(),
-        ModelStatus::Ready(info) => {
-            let mut model = ModelHealth {
-                state: ModelState::Ready,
-                id: Some(info.id),
-                device: Some(info.device),
-                weights: Some(info.weight_format.to_string()),
-                synthetic: info.synthetic,
-                warning: info.synthetic.then_some(SYNTHETIC_WARNING),
-                error: None,
-            };
-            if let Some(problem) = state.probe_model().await {
-                model.state = ModelState::Unavailable;
-                model.error = Some(problem);
-            }
-            model
-        }
-        ModelStatus::Failed(error) => ModelHealth {
-            state: ModelState::Failed,
-            error: Some(error),
-            ..ModelHealth::default()
-        },
-    };
-    Json(Health {
-        status: match model.state {
-            ModelState::Loading | ModelState::Ready => "healthy",
-            ModelState::Unavailable | ModelState::Failed => "degraded",
-        },
-        message: "Guardian Validation API is running",
-        model,
-    })
-}
-
-/// One message, or several checked together.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(untagged)]
-pub(crate) enum ModerationInput {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub(crate) struct ModerationRequest {
-    input: ModerationInput,
-    /// Accepted for compatibility; the loaded model answers.
-    #[serde(default)]
-    #[allow(dead_code)]
-    model: Option<String>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct ModerationResponse {
-    id: String,
-    model: String,
-    /// One per input, in the inputs' order.
-    results: Vec<ModerationResult>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct ModerationResult {
-    flagged: bool,
-    /// Per validator key: whether it failed.
-    categories: BTreeMap<String, bool>,
-    /// Per validator key: P(violation).
-    category_scores: BTreeMap<String, f32>,
-}
-
-/// Inputs per moderation request: each is a full verdict on the model's thread.
-pub(crate) const MAX_MODERATION_INPUTS: usize = 32;
-
-/// OpenAI-compatible moderation: one result per input, our validators as categories.
-#[utoipa::path(post, path = "/v1/moderations", request_body = ModerationRequest,
-    responses((status = 200, description = "One result per input", body = ModerationResponse)))]
-pub(crate) async fn moderations(
-    State(state): State<Arc<AppState>>,
-    ApiJson(request): ApiJson<ModerationRequest>,
-) -> Result<Json<ModerationResponse>, ApiError> {
-    let inputs = match request.input {
-        ModerationInput::One(text) => vec![text],
-        ModerationInput::Many(texts) => texts,
-    };
-    if inputs.is_empty() {
-        return Err(ApiError::bad_request(
-            "empty_input",
-            "input is an empty list",
-        ));
-    }
-    if inputs.len() > MAX_MODERATION_INPUTS {
-        return Err(ApiError::bad_request(
-            "too_many_inputs",
-            format!(
-                "at most {MAX_MODERATION_INPUTS} inputs per request, got {}",
-                inputs.len()
-            ),
-        ));
-    }
-    // All inputs go to the worker at once, so it checks them in batches; answers keep the
-    // inputs' order. A full queue answers the whole request 503, like any other.
-    let verdicts = check_all(
-        &state,
-        inputs
-            .iter()
-            .map(|t| GuardInput::message(t.as_str()))
-            .collect(),
-        None,
-    )
-    .await?;
-    let results = verdicts
-        .iter()
-        .map(|verdict| ModerationResult {
-            flagged: verdict.status == aegis_guard::Status::Failed,
-            categories: verdict
-                .results
-                .iter()
-                .map(|r| (r.key.clone(), !r.passed))
-                .collect(),
-            category_scores: verdict
-                .results
-                .iter()
-                .map(|r| (r.key.clone(), r.score))
-                .collect(),
-        })
-        .collect();
-    let model = match state.worker.status() {
-        ModelStatus::Ready(info) => info.id,
-        _ => String::new(),
-    };
-    let id = state.next_moderation_id();
-    Ok(Json(ModerationResponse {
-        id: format!("modr-{id}"),
-        model,
-        results,
-    }))
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Validators {
-    validators: Vec<ValidatorInfo>,
-    /// Why learned heads are not used, when they are not (the prompt's score decides).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    heads_unavailable: Option<String>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct ValidatorInfo {
-    key: String,
-    name: String,
-    description: String,
-    threshold: f32,
-    content_hash: String,
-    scored_by: ScoredBy,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ScoredBy {
-    /// A learned head decides.
-    Head,
-    /// The prompt's P(Yes) decides.
-    Prompt,
-}
-
-/// The loaded validators, in the order they run.
-#[utoipa::path(get, path = "/validators",
-    responses((status = 200, description = "The loaded validators", body = Validators)))]
-pub(crate) async fn validators(
-    State(state): State<Arc<AppState>>,
-) -> Result<Json<Validators>, ApiError> {
-    let guard = state.loaded_guard().map_err(worker_error)?;
-    let validators = guard
-        .validators()
-        .iter()
-        .zip(guard.heads())
-        .map(|(v, head)| ValidatorInfo {
-            key: v.key.clone(),
-            name: v.name.clone(),
-            description: v.description.clone(),
-            threshold: v.threshold,
-            content_hash: v.content_hash.clone(),
-            scored_by: if head.is_some() {
-                ScoredBy::Head
-            } else {
-                ScoredBy::Prompt
-            },
-        })
-        .collect();
-    // Heads on a sentence encoder run here whatever serves the model.
-    let heads_unavailable =
-        aegis_guard::heads_unavailable(guard.model().info()).filter(|_| guard.encoder().is_none());
-    Ok(Json(Validators {
-        validators,
-        heads_unavailable,
-    }))
 }
 
 /// This document.

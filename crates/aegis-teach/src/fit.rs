@@ -120,11 +120,7 @@ pub struct HeadFlip {
 /// chooses its strength and threshold on held-out sources, and lists the verdicts it changes.
 pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Result<TaughtHead> {
     let key = request.key;
-    let validator = guard
-        .validators()
-        .iter()
-        .find(|v| v.key == key)
-        .ok_or_else(|| TeachError::UnknownValidator(key.to_string()))?;
+    let validator = &guard.validators()[validator_slot(guard, key)?];
     let mut data = request.data;
     crate::data::negatives_for_new_validator(&mut data, &request.taught, key);
     let taught_count = request.taught.len();
@@ -302,6 +298,15 @@ fn layers_to_read(guard: &Guard, current: Option<&Head>) -> Vec<usize> {
         Some(_) => Vec::new(),
         None => vec![(guard.model().info().layers / 2).max(1)],
     }
+}
+
+/// Where validator `key` sits in the guard's validators (and heads).
+pub(crate) fn validator_slot(guard: &Guard, key: &str) -> Result<usize> {
+    guard
+        .validators()
+        .iter()
+        .position(|v| v.key == key)
+        .ok_or_else(|| TeachError::UnknownValidator(key.to_string()))
 }
 
 pub(crate) fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {

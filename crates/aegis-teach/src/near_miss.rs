@@ -88,18 +88,15 @@ pub fn topic_warning(scores: &[f64], labels: &[bool], threshold: Option<f64>) ->
         .map(|(&s, _)| s)
         .fold(0.0_f64, f64::max);
     let none_near = nearest_passing < NEAR_SHARE * median;
-    let threshold_low = threshold.is_some_and(|t| t < THRESHOLD_FLOOR);
-    if !none_near && !threshold_low {
-        return None;
-    }
-    let why = match (none_near, threshold) {
+    let low_threshold = threshold.filter(|&t| t < THRESHOLD_FLOOR);
+    let why = match (none_near, low_threshold) {
         (true, _) => format!(
             "no passing example scores near the violating ones (the nearest scores {nearest_passing:.3}; the violating ones' median is {median:.3})"
         ),
         (false, Some(t)) => format!(
             "its threshold is only {t:.3} (below {THRESHOLD_FLOOR}), so nothing passing scores near the line"
         ),
-        (false, None) => unreachable_reason(),
+        (false, None) => return None,
     };
     Some(format!(
         "The head may have learned the topic, not the policy: {why}, so messages on the same \
@@ -107,12 +104,6 @@ pub fn topic_warning(scores: &[f64], labels: &[bool], threshold: Option<f64>) ->
          another sense) are likely to fail. Teach it such near misses as should pass, then train \
          again."
     ))
-}
-
-/// `threshold_low` is only true with a threshold, so this branch is never taken; a message
-/// rather than a panic keeps the report whole if that ever changes.
-fn unreachable_reason() -> String {
-    "its threshold is low".to_string()
 }
 
 #[cfg(test)]

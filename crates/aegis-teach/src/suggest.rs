@@ -10,7 +10,7 @@ use aegis_guard::{FeatureCache, Guard};
 use serde::Serialize;
 
 use crate::error::{Result, TeachError};
-use crate::fit::{read_features, score, Progress};
+use crate::fit::{read_features, score, validator_slot, Progress};
 
 /// A message to label next, with the score that chose it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,11 +55,7 @@ pub fn suggest(
     progress: &Progress,
 ) -> Result<Vec<Suggestion>> {
     let key = request.key;
-    let slot = guard
-        .validators()
-        .iter()
-        .position(|v| v.key == key)
-        .ok_or_else(|| TeachError::UnknownValidator(key.to_string()))?;
+    let slot = validator_slot(guard, key)?;
     let Some(head) = &guard.heads()[slot] else {
         return Err(TeachError::Invalid(format!(
             "{key} has no head yet: train and apply one, then ask which messages to label next"
