@@ -1,5 +1,6 @@
 //! `aegis`: the headless twin of the desktop console.
 
+mod adapt;
 mod bench;
 mod check;
 mod eval;
@@ -40,6 +41,8 @@ enum Command {
     Eval(Box<eval::EvalArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
+    /// Adapt the encoder's upper layers to the validators (retrain the heads after).
+    Adapt(Box<adapt::AdaptArgs>),
     /// Labelled examples that teach a validator: add, list, import, remove.
     Examples(Box<teach::ExamplesArgs>),
     /// Versions of the heads applied to validators: list, revert.
@@ -71,6 +74,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
         Command::Train(args) => train::run(*args),
+        Command::Adapt(args) => adapt::run(*args),
         Command::Eval(args) => eval::run(*args),
         Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),

@@ -13,6 +13,7 @@ mod load_options;
 mod model;
 mod packing;
 mod prefix_cache;
+mod random;
 mod request;
 mod source;
 mod synthetic;
@@ -24,8 +25,9 @@ pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use encoder::{
-    default_encoder_dir, resolve_encoder, EmbeddingGemma, EncoderArithmetic, EncoderInfo,
-    EncoderOutput, EncoderReading, EncoderSpec, SentenceEncoder, ENCODER_DIR_ENV,
+    default_encoder_dir, resolve_encoder, EmbeddingGemma, EncoderAdapter, EncoderArithmetic,
+    EncoderInfo, EncoderOutput, EncoderReading, EncoderSpec, LowRankUpdate, Projection,
+    SentenceEncoder, ENCODER_DIR_ENV,
 };
 pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};
@@ -34,8 +36,9 @@ pub use language_model::{
     whole_answer, Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
 };
 pub use load_options::{DeviceChoice, LoadOptions};
-pub use model::{two_way_probability, Gemma3, KvCache, WeightFormat};
+pub use model::{rope_table, two_way_probability, Gemma3, KvCache, LayerWeights, WeightFormat};
 pub use prefix_cache::PrefixCacheStats;
+pub use random::SplitMix64;
 pub use request::{DownloadReport, ModelRequest};
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,

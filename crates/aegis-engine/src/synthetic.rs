@@ -10,6 +10,7 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 
 use crate::error::{EngineError, Result};
+use crate::random::SplitMix64;
 
 /// Metadata key that marks a synthetic file; the engine reads it back at load.
 pub const SYNTHETIC_KEY: &str = "aegis.synthetic";
@@ -188,7 +189,7 @@ pub fn write_synthetic_gguf(
 ) -> Result<()> {
     let shape = &spec.shape;
     let layout = shape.tensors();
-    let mut rng = SplitMix64(spec.seed);
+    let mut rng = SplitMix64::new(spec.seed);
     let mut tensors = Vec::with_capacity(layout.len());
     for (done, (name, dims)) in layout.iter().enumerate() {
         let count: usize = dims.iter().product();
@@ -281,26 +282,6 @@ fn u32v(n: usize) -> gguf_file::Value {
     gguf_file::Value::U32(n as u32)
 }
 
-/// splitmix64: tiny, fast, and the same stream on every platform, so a seed names one model.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform on [-1, 1).
-    fn next_symmetric(&mut self) -> f32 {
-        // The top 24 bits fill an f32 mantissa exactly.
-        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-        unit * 2.0 - 1.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,14 +309,14 @@ mod tests {
 
     #[test]
     fn one_seed_is_one_stream() {
-        let mut a = SplitMix64(7);
-        let mut b = SplitMix64(7);
+        let mut a = SplitMix64::new(7);
+        let mut b = SplitMix64::new(7);
         let xs: Vec<f32> = (0..1000).map(|_| a.next_symmetric()).collect();
         assert!(xs.iter().all(|&x| (-1.0..1.0).contains(&x)));
         assert_eq!(
             xs,
             (0..1000).map(|_| b.next_symmetric()).collect::<Vec<_>>()
         );
-        assert_ne!(xs[0], SplitMix64(8).next_symmetric());
+        assert_ne!(xs[0], SplitMix64::new(8).next_symmetric());
     }
 }

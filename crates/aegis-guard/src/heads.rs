@@ -20,6 +20,15 @@ use crate::template::{hex_sha256, Validator};
 /// Heads live in this folder inside the templates folder.
 pub const HEADS_DIR: &str = "heads";
 
+/// The encoder's adaptation (issue "Read who says it"), in [`HEADS_DIR`]: when the file is there
+/// the encoder loads with it merged, and the heads beside it are trained on the adapted encoder.
+pub const ENCODER_ADAPTER_FILE: &str = "encoder-adapter.safetensors";
+
+/// Where the guard built from `templates_dir` finds its encoder's adapter, when it has one.
+pub fn encoder_adapter(templates_dir: &Path) -> Option<PathBuf> {
+    Some(heads_dir(templates_dir, true).join(ENCODER_ADAPTER_FILE)).filter(|p| p.is_file())
+}
+
 /// Heads reading the model's hidden states live in this folder inside [`HEADS_DIR`], so the
 /// shipped heads for both readers sit side by side and `--encoder decoder` keeps working.
 pub const DECODER_HEADS_DIR: &str = "decoder";

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use aegis_engine::{
-    resolve_encoder, DownloadReport, EmbeddingGemma, EncoderSpec, EngineError, HubOptions,
-    LanguageModel, ModelRequest, SentenceEncoder,
+    resolve_encoder, DownloadReport, EmbeddingGemma, EncoderArithmetic, EncoderSpec, EngineError,
+    HubOptions, LanguageModel, ModelRequest, SentenceEncoder,
 };
 use aegis_guard::{Guard, GuardError, Language, RejectionMode};
 use aegis_remote::{RemoteError, RemoteModel};
@@ -175,10 +175,18 @@ impl GuardSetup {
         };
         let started = Instant::now();
         let folder = resolve_encoder(spec, &hub).map_err(failed)?;
-        let encoder = EmbeddingGemma::load(&folder, device).map_err(failed)?;
+        let adapter = aegis_guard::encoder_adapter(&self.prompts);
+        let encoder = EmbeddingGemma::load_adapted(
+            &folder,
+            device,
+            EncoderArithmetic::Fast,
+            adapter.as_deref(),
+        )
+        .map_err(failed)?;
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             folder = %folder.display(),
+            adapter = ?adapter,
             "encoder ready"
         );
         Ok(Some(Arc::new(encoder)))

@@ -9,7 +9,7 @@ use std::time::Instant;
 use candle_core::{DType, Tensor, D};
 use serde::Deserialize;
 
-use super::{EncoderInfo, EncoderOutput, EncoderReading, SentenceEncoder};
+use super::{EncoderAdapter, EncoderInfo, EncoderOutput, EncoderReading, SentenceEncoder};
 use crate::cost::{encoder_flops, ComputePlan};
 use crate::engine::batch_or_one_by_one;
 use crate::error::{EngineError, Result};
@@ -159,6 +159,18 @@ impl EmbeddingGemma {
         device: DeviceChoice,
         arithmetic: EncoderArithmetic,
     ) -> Result<Self> {
+        Self::load_adapted(folder, device, arithmetic, None)
+    }
+
+    /// [`Self::load_with`], with an adapter's updates (see [`EncoderAdapter`]) added to the
+    /// layers before they are packed: the adapted encoder runs at the plain one's cost, and its
+    /// content hash covers the adapter file, so heads and cached features bind to the pair.
+    pub fn load_adapted(
+        folder: &Path,
+        device: DeviceChoice,
+        arithmetic: EncoderArithmetic,
+        adapter: Option<&Path>,
+    ) -> Result<Self> {
         let started = Instant::now();
         let (device, device_name) = device.open()?;
         let modules: Vec<ModuleEntry> = read_json(&folder.join("modules.json"))?;
@@ -245,7 +257,24 @@ impl EmbeddingGemma {
         } else {
             EmbeddingStorage::Dense(format.activation_dtype())
         };
-        let model = Gemma3::load_encoder(&weights, format, embedding, &device)?;
+        let mut model = Gemma3::load_encoder(&weights, format, embedding, &device)?;
+        let base_hash = crate::hash::files_sha256(&weight_files)?;
+        if let Some(path) = adapter {
+            let adapter = EncoderAdapter::read(path)?;
+            if adapter.base_hash != base_hash {
+                return Err(EngineError::invalid(
+                    path,
+                    format!(
+                        "trained on encoder {}, not this one ({base_hash})",
+                        adapter.base_hash
+                    ),
+                ));
+            }
+            for ((layer, projection), update) in &adapter.updates {
+                model.add_to_projection(*layer, *projection, &adapter.delta(update)?)?;
+            }
+            weight_files.push(path.to_path_buf());
+        }
         let (model, layers_format) = if arithmetic.uses_kernels(&device) {
             let packed = CpuEncoder::pack(model)?;
             let name = format!("bf16 layers ({} kernels)", packed.kernel().name());
@@ -306,6 +335,56 @@ impl EmbeddingGemma {
         Ok(ids)
     }
 
+    pub fn config(&self) -> &crate::config::Gemma3Config {
+        self.model.config()
+    }
+
+    /// The residual stream after layer `after` (1 = the first) of each text, `[tokens, hidden]`
+    /// in f32: what an adapter of the layers above it trains on, read once.
+    pub fn token_states(&self, texts: &[&str], after: usize) -> Vec<Result<Tensor>> {
+        let inputs = texts.iter().map(|t| self.tokens(t)).collect();
+        batch_or_one_by_one(inputs, "texts", |inputs| {
+            let mut out = Vec::with_capacity(inputs.len());
+            for batch in token_batches(inputs) {
+                let stream = self.model.forward_independent_taps(&batch, &[after])?;
+                let stream = stream[0].to_dtype(DType::F32)?;
+                let mut at = 0;
+                for sequence in &batch {
+                    out.push(stream.narrow(0, at, sequence.len())?.contiguous()?);
+                    at += sequence.len();
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Layer `index`'s weights (0 = the first) and, after the last, the final norm's weight:
+    /// the frozen part of an adapter's training. Only the candle backbone keeps its layers as
+    /// tensors: load with [`EncoderArithmetic::Exact`].
+    pub fn layer_weights(&self, index: usize) -> Result<crate::model::LayerWeights> {
+        match &self.model {
+            Backbone::Candle(model) => model.layer_weights(index),
+            Backbone::Kernels(_) => Err(EngineError::Unsupported(
+                "layer weights from the packed kernels (load with exact arithmetic)",
+            )),
+        }
+    }
+
+    pub fn final_norm_weight(&self) -> Result<Tensor> {
+        match &self.model {
+            Backbone::Candle(model) => model.final_norm_weight(),
+            Backbone::Kernels(_) => Err(EngineError::Unsupported(
+                "layer weights from the packed kernels (load with exact arithmetic)",
+            )),
+        }
+    }
+
+    /// The projections after pooling (`[out, in]`, in order) and whether the result is
+    /// L2-normalised.
+    pub fn projections(&self) -> (&[Tensor], bool) {
+        (&self.dense, self.normalize)
+    }
+
     /// Readings of already tokenised inputs, in batches of about [`BATCH_TOKENS`] rows.
     fn read_tokens(
         &self,
@@ -313,17 +392,8 @@ impl EmbeddingGemma {
         reading: &EncoderReading,
     ) -> Result<Vec<EncoderOutput>> {
         let mut out = Vec::with_capacity(inputs.len());
-        let mut start = 0;
-        while start < inputs.len() {
-            let mut end = start + 1;
-            let mut rows = inputs[start].len();
-            while end < inputs.len() && rows + inputs[end].len() <= BATCH_TOKENS {
-                rows += inputs[end].len();
-                end += 1;
-            }
-            let batch: Vec<&[u32]> = inputs[start..end].iter().map(Vec::as_slice).collect();
+        for batch in token_batches(inputs) {
             out.extend(self.read_together(&batch, reading)?);
-            start = end;
         }
         Ok(out)
     }
@@ -432,6 +502,23 @@ impl SentenceEncoder for EmbeddingGemma {
             Backbone::Candle(_) => None,
         }
     }
+}
+
+/// Consecutive inputs in batches of about [`BATCH_TOKENS`] rows (a longer input alone).
+fn token_batches(inputs: &[Vec<u32>]) -> Vec<Vec<&[u32]>> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < inputs.len() {
+        let mut end = start + 1;
+        let mut rows = inputs[start].len();
+        while end < inputs.len() && rows + inputs[end].len() <= BATCH_TOKENS {
+            rows += inputs[end].len();
+            end += 1;
+        }
+        batches.push(inputs[start..end].iter().map(Vec::as_slice).collect());
+        start = end;
+    }
+    batches
 }
 
 /// `embeddinggemma-300m` for the default folder, else the folder's (or hub repo's) name.

@@ -2,9 +2,11 @@
 //! into one vector for learned heads to read. EmbeddingGemma-300M is the one we ship support for:
 //! a multilingual Gemma 3 encoder, so a head trained on English abuse can recognise Indonesian.
 
+mod adapter;
 mod embedding_gemma;
 mod source;
 
+pub use adapter::{EncoderAdapter, LowRankUpdate, Projection};
 pub use embedding_gemma::{EmbeddingGemma, EncoderArithmetic};
 pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec, ENCODER_DIR_ENV};
 

@@ -7,6 +7,7 @@ mod kv_cache;
 mod load;
 mod rope;
 mod safetensors_file;
+mod weights;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -17,7 +18,9 @@ use candle_core::{DType, Device, Module, Tensor};
 pub use cpu_encoder::CpuEncoder;
 pub use kv_cache::KvCache;
 pub use load::{EmbeddingStorage, WeightFormat};
+pub use rope::rope_table;
 use rope::Rope;
+pub use weights::LayerWeights;
 
 use crate::config::Gemma3Config;
 use crate::error::{EngineError, Result};

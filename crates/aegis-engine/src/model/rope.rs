@@ -92,23 +92,36 @@ impl Rope {
     }
 
     fn build(&self, rows: usize) -> Result<(Tensor, Tensor)> {
-        let half = self.head_dim / 2;
-        let mut cos = Vec::with_capacity(rows * half);
-        let mut sin = Vec::with_capacity(rows * half);
-        for pos in 0..rows {
-            let pos = pos as f64 / self.scale;
-            for i in 0..half {
-                let inv_freq = self.base.powf(-(2.0 * i as f64) / self.head_dim as f64);
-                let angle = pos * inv_freq;
-                cos.push(angle.cos() as f32);
-                sin.push(angle.sin() as f32);
-            }
-        }
-        Ok((
-            Tensor::from_vec(cos, (rows, half), &self.device)?.to_dtype(self.dtype)?,
-            Tensor::from_vec(sin, (rows, half), &self.device)?.to_dtype(self.dtype)?,
-        ))
+        let (cos, sin) = rope_table(self.base, self.scale, self.head_dim, rows, &self.device)?;
+        Ok((cos.to_dtype(self.dtype)?, sin.to_dtype(self.dtype)?))
     }
+}
+
+/// cos and sin of rotate-half RoPE for positions `0..rows` (divided by `scale`), `[rows,
+/// head_dim / 2]` each in f32: the table the forward pass reads, and an adapter's training too.
+pub fn rope_table(
+    base: f64,
+    scale: f64,
+    head_dim: usize,
+    rows: usize,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let half = head_dim / 2;
+    let mut cos = Vec::with_capacity(rows * half);
+    let mut sin = Vec::with_capacity(rows * half);
+    for pos in 0..rows {
+        let pos = pos as f64 / scale;
+        for i in 0..half {
+            let inv_freq = base.powf(-(2.0 * i as f64) / head_dim as f64);
+            let angle = pos * inv_freq;
+            cos.push(angle.cos() as f32);
+            sin.push(angle.sin() as f32);
+        }
+    }
+    Ok((
+        Tensor::from_vec(cos, (rows, half), device)?,
+        Tensor::from_vec(sin, (rows, half), device)?,
+    ))
 }
 
 #[cfg(test)]

@@ -1,0 +1,76 @@
+//! Trains an adaptation of EmbeddingGemma's upper layers (issue "Read who says it"): a report of
+//! abuse and the abuse share their words, and only the attention layers can tell a quoted insult
+//! from one that is said, so the learning moves from the linear heads into the encoder.
+//!
+//! The lower layers run once per text on the fast path and their output is cached
+//! ([`states`]); the upper layers run in f32 with candle's autograd, a low-rank update beside each
+//! projection ([`top`]), and every validator's steering head is trained with them ([`train`]).
+//! The result is an [`aegis_engine::EncoderAdapter`] the engine merges into the weights at load.
+
+mod error;
+mod states;
+mod top;
+mod train;
+
+use std::path::Path;
+
+use aegis_engine::{
+    DeviceChoice, EmbeddingGemma, EncoderAdapter, EncoderArithmetic, SentenceEncoder,
+};
+
+pub use error::{AdaptError, Result};
+pub use states::{cache_path, read_states, TokenStates};
+pub use top::{AdaptedTop, AdapterShape, Products};
+pub use train::{train, StepProgress, TrainingOptions, TrainingReport, TrainingText};
+
+/// The longest text training reads, in tokens: within the sliding window, so no layer needs a mask.
+pub const MAX_TRAINING_TOKENS: usize = 512;
+
+/// What a run reports as it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Lower-layer states read for `done` of `total` texts.
+    States {
+        done: usize,
+        total: usize,
+    },
+    Step(StepProgress),
+}
+
+/// Trains an adapter of the encoder in `folder` on `texts` (labels for `validators` validators).
+pub fn adapt(
+    folder: &Path,
+    texts: &[TrainingText],
+    validators: usize,
+    shape: AdapterShape,
+    options: &TrainingOptions,
+    mut progress: impl FnMut(Progress),
+) -> Result<(EncoderAdapter, TrainingReport)> {
+    // The fast path reads the frozen lower layers; the exact one gives the upper layers' weights.
+    let fast = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Fast)?;
+    let base_hash = fast.info().content_hash.clone();
+    let strings: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
+    let cache = cache_path(&base_hash, shape.first_layer, &strings);
+    let states = read_states(
+        &fast,
+        &strings,
+        shape.first_layer,
+        MAX_TRAINING_TOKENS,
+        cache.as_deref(),
+        |done, total| progress(Progress::States { done, total }),
+    )?;
+    drop(fast);
+    let exact = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Exact)?;
+    let top = AdaptedTop::new(
+        &exact,
+        shape,
+        Products::Fast,
+        MAX_TRAINING_TOKENS,
+        options.seed,
+    )?;
+    drop(exact);
+    let report = train(&top, &states.states, texts, validators, options, |step| {
+        progress(Progress::Step(step.clone()))
+    })?;
+    Ok((top.to_adapter(base_hash)?, report))
+}

@@ -1,0 +1,238 @@
+//! One adaptation for every validator at once: a logistic head per validator on the adapted
+//! sentence embedding, trained jointly with the low-rank updates. The heads here only steer the
+//! adaptation; the shipped heads are retrained on the adapted encoder's embeddings afterwards
+//! (`aegis train`), with the thresholds and held-out-source checks every head gets.
+
+use std::time::{Duration, Instant};
+
+use aegis_engine::SplitMix64;
+use candle_core::{DType, Device, Tensor, Var};
+use candle_nn::optim::{AdamW, Optimizer, ParamsAdamW};
+
+use crate::error::{AdaptError, Result};
+use crate::top::AdaptedTop;
+
+/// A training text and its label for each validator (in the run's order; `None`: not labelled).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingText {
+    pub text: String,
+    pub labels: Vec<Option<bool>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingOptions {
+    pub epochs: usize,
+    /// Peak learning rate of the updates (warm-up over the first 5% of steps, then linear decay).
+    pub learning_rate: f64,
+    /// Of the steering heads, which start at zero and must grow fast.
+    pub head_learning_rate: f64,
+    /// Tokens in one optimiser step (whole texts).
+    pub batch_tokens: usize,
+    pub seed: u64,
+}
+
+impl Default for TrainingOptions {
+    fn default() -> Self {
+        Self {
+            epochs: 2,
+            learning_rate: 5e-4,
+            head_learning_rate: 1e-2,
+            batch_tokens: 2048,
+            seed: 20_261_126,
+        }
+    }
+}
+
+/// What a training run did, for its log and its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingReport {
+    pub texts: usize,
+    pub left_out: usize,
+    pub steps: usize,
+    /// Mean loss over each epoch's steps.
+    pub epoch_losses: Vec<f64>,
+    pub elapsed: Duration,
+}
+
+/// Progress of a run, as steps finish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepProgress {
+    pub epoch: usize,
+    pub step: usize,
+    pub steps: usize,
+    pub loss: f64,
+    pub elapsed: Duration,
+}
+
+/// Steering heads' inputs are unit vectors: this factor lets their weights start at a scale the
+/// optimiser reaches in a few steps.
+const EMBEDDING_GAIN: f64 = 8.0;
+
+/// Trains `top`'s updates on `states[i]` (bf16 `[tokens, hidden]`, `None` = left out) labelled by
+/// `texts[i]`.
+pub fn train(
+    top: &AdaptedTop,
+    states: &[Option<Tensor>],
+    texts: &[TrainingText],
+    validators: usize,
+    options: &TrainingOptions,
+    mut progress: impl FnMut(&StepProgress),
+) -> Result<TrainingReport> {
+    let started = Instant::now();
+    let usable: Vec<usize> = (0..texts.len())
+        .filter(|&i| states[i].is_some() && texts[i].labels.iter().any(Option::is_some))
+        .collect();
+    if usable.is_empty() {
+        return Err(AdaptError::Invalid("no labelled text to train on".into()));
+    }
+    let weights = class_weights(texts, &usable, validators);
+    let hidden = top.output_dimensions();
+    let head = Var::zeros((hidden, validators), DType::F32, &Device::Cpu)?;
+    let bias = Var::zeros((1, validators), DType::F32, &Device::Cpu)?;
+    let adamw = |vars: Vec<Var>, lr: f64| {
+        AdamW::new(
+            vars,
+            ParamsAdamW {
+                lr,
+                weight_decay: 0.0,
+                ..Default::default()
+            },
+        )
+    };
+    let mut update_optimiser = adamw(top.vars(), options.learning_rate)?;
+    let mut head_optimiser = adamw(vec![head.clone(), bias.clone()], options.head_learning_rate)?;
+    let mut random = SplitMix64::new(options.seed);
+    let batches_per_epoch = batches(&usable, states, options.batch_tokens).len();
+    let steps = batches_per_epoch * options.epochs;
+    let warmup = (steps / 20).max(1);
+    let mut step = 0;
+    let mut epoch_losses = Vec::with_capacity(options.epochs);
+    for epoch in 0..options.epochs {
+        let mut order = usable.clone();
+        random.shuffle(&mut order);
+        let mut total = 0.0;
+        let epoch_batches = batches(&order, states, options.batch_tokens);
+        for batch in &epoch_batches {
+            let factor = if step < warmup {
+                (step + 1) as f64 / warmup as f64
+            } else {
+                (steps - step) as f64 / (steps - warmup).max(1) as f64
+            };
+            update_optimiser.set_learning_rate(options.learning_rate * factor);
+            head_optimiser.set_learning_rate(options.head_learning_rate * factor.max(0.1));
+            let parts: Vec<&Tensor> = batch.iter().filter_map(|&i| states[i].as_ref()).collect();
+            let lengths: Vec<usize> = parts
+                .iter()
+                .map(|s| s.dim(0))
+                .collect::<candle_core::Result<_>>()?;
+            let input = Tensor::cat(&parts, 0)?.to_dtype(DType::F32)?;
+            let embedding = top.forward(&input, &lengths)?;
+            let logits = (embedding * EMBEDDING_GAIN)?
+                .matmul(head.as_tensor())?
+                .broadcast_add(bias.as_tensor())?;
+            let (targets, mask) = batch_targets(texts, batch, &weights, validators)?;
+            let loss = weighted_logistic_loss(&logits, &targets, &mask)?;
+            let grads = loss.backward()?;
+            update_optimiser.step(&grads)?;
+            head_optimiser.step(&grads)?;
+            let loss = loss.to_scalar::<f32>()? as f64;
+            total += loss;
+            step += 1;
+            progress(&StepProgress {
+                epoch: epoch + 1,
+                step,
+                steps,
+                loss,
+                elapsed: started.elapsed(),
+            });
+        }
+        epoch_losses.push(total / epoch_batches.len().max(1) as f64);
+    }
+    Ok(TrainingReport {
+        texts: usable.len(),
+        left_out: texts.len() - usable.len(),
+        steps,
+        epoch_losses,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Consecutive texts of `order` in groups of about `budget` tokens.
+fn batches(order: &[usize], states: &[Option<Tensor>], budget: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    let mut tokens = 0;
+    for &i in order {
+        let len = states[i].as_ref().map_or(0, |s| s.dims()[0]);
+        if !current.is_empty() && tokens + len > budget {
+            out.push(std::mem::take(&mut current));
+            tokens = 0;
+        }
+        current.push(i);
+        tokens += len;
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Per validator, the weight of a positive and of a negative, so each class carries half of the
+/// validator's loss whatever its balance.
+fn class_weights(texts: &[TrainingText], usable: &[usize], validators: usize) -> Vec<(f32, f32)> {
+    (0..validators)
+        .map(|v| {
+            let (mut positives, mut negatives) = (0usize, 0usize);
+            for &i in usable {
+                match texts[i].labels.get(v).copied().flatten() {
+                    Some(true) => positives += 1,
+                    Some(false) => negatives += 1,
+                    None => {}
+                }
+            }
+            let known = (positives + negatives) as f32;
+            let weight = |n: usize| {
+                if n == 0 {
+                    0.0
+                } else {
+                    known / (2.0 * n as f32)
+                }
+            };
+            (weight(positives), weight(negatives))
+        })
+        .collect()
+}
+
+fn batch_targets(
+    texts: &[TrainingText],
+    batch: &[usize],
+    weights: &[(f32, f32)],
+    validators: usize,
+) -> Result<(Tensor, Tensor)> {
+    let mut targets = Vec::with_capacity(batch.len() * validators);
+    let mut mask = Vec::with_capacity(batch.len() * validators);
+    for &i in batch {
+        for (v, &(positive, negative)) in weights.iter().enumerate() {
+            let (target, weight) = match texts[i].labels.get(v).copied().flatten() {
+                Some(true) => (1f32, positive),
+                Some(false) => (0.0, negative),
+                None => (0.0, 0.0),
+            };
+            targets.push(target);
+            mask.push(weight);
+        }
+    }
+    let shape = (batch.len(), validators);
+    Ok((
+        Tensor::from_vec(targets, shape, &Device::Cpu)?,
+        Tensor::from_vec(mask, shape, &Device::Cpu)?,
+    ))
+}
+
+/// Binary cross-entropy on logits, weighted per cell: `max(z, 0) - z·y + log(1 + e^-|z|)`.
+fn weighted_logistic_loss(logits: &Tensor, targets: &Tensor, weights: &Tensor) -> Result<Tensor> {
+    let softplus = ((logits.abs()?.neg()?.exp()? + 1.0)?.log()? + logits.relu()?)?;
+    let loss = (softplus - (logits * targets)?)?;
+    let total = weights.sum_all()?.to_scalar::<f32>()?.max(f32::EPSILON) as f64;
+    Ok(((loss * weights)?.sum_all()? / total)?)
+}

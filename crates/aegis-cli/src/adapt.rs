@@ -1,0 +1,178 @@
+//! `aegis adapt`: an adaptation of the encoder's upper layers for the validators jointly (issue
+//! "Read who says it"), written where the guard loads it from (`heads/encoder-adapter.safetensors`
+//! beside the heads). The heads must be retrained on the adapted encoder afterwards
+//! (`scripts/train-heads.sh` does both): they bind to the encoder's content hash, which covers
+//! the adapter.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use aegis_adapt::{adapt, AdapterShape, Progress, TrainingOptions, TrainingText};
+use aegis_engine::{default_encoder_dir, Projection};
+use aegis_guard::{heads_dir, ENCODER_ADAPTER_FILE};
+use anyhow::{bail, Context, Result};
+
+use crate::ExitStatus;
+
+#[derive(Debug, clap::Args)]
+pub struct AdaptArgs {
+    /// Labelled messages, JSONL (the evaluation schema), repeatable.
+    #[arg(long, required = true)]
+    pub data: Vec<PathBuf>,
+    /// Validators whose labels steer the adaptation, in this order.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "spam,toxic,harassment,financial_advice"
+    )]
+    pub validators: Vec<String>,
+    /// The templates folder: the adapter is written to its heads/ (see --out).
+    #[arg(long, default_value = "prompt_guard")]
+    pub prompts: PathBuf,
+    /// Write the adapter here instead.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The encoder's sentence-transformers folder (default: where scripts/setup-encoder.sh puts it).
+    #[arg(long)]
+    pub encoder: Option<PathBuf>,
+    /// The first adapted layer, counted from 0; every layer above it is adapted too.
+    #[arg(long, default_value_t = 20)]
+    pub first_layer: usize,
+    #[arg(long, default_value_t = 8)]
+    pub rank: usize,
+    /// The update is alpha / rank times the low-rank product.
+    #[arg(long, default_value_t = 16.0)]
+    pub alpha: f64,
+    /// Adapted projections: q, k, v, o, gate, up, down.
+    #[arg(long, value_delimiter = ',', default_value = "q,k,v,o,gate,up,down")]
+    pub projections: Vec<String>,
+    #[arg(long, default_value_t = TrainingOptions::default().epochs)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = TrainingOptions::default().learning_rate)]
+    pub learning_rate: f64,
+    #[arg(long, default_value_t = TrainingOptions::default().batch_tokens)]
+    pub batch_tokens: usize,
+    #[arg(long, default_value_t = TrainingOptions::default().seed)]
+    pub seed: u64,
+    /// Progress is also appended here (default: the adapter's path with `.log`).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+}
+
+pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
+    let projections = args
+        .projections
+        .iter()
+        .map(|name| {
+            Projection::ALL
+                .into_iter()
+                .find(|p| p.name() == name.trim())
+                .with_context(|| format!("no projection {name:?}: use q, k, v, o, gate, up, down"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if args.rank == 0 || args.epochs == 0 {
+        bail!("--rank and --epochs must be at least 1");
+    }
+    let messages = aegis_teach::read_messages(&args.data, &[])?;
+    let texts: Vec<TrainingText> = messages
+        .into_iter()
+        .map(|m| TrainingText {
+            labels: args
+                .validators
+                .iter()
+                .map(|v| m.labels.get(v).copied().flatten())
+                .collect(),
+            text: m.text,
+        })
+        .collect();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| heads_dir(&args.prompts, true).join(ENCODER_ADAPTER_FILE));
+    let log_path = args
+        .log
+        .clone()
+        .unwrap_or_else(|| out.with_extension("log"));
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening the log {}", log_path.display()))?;
+    let shape = AdapterShape {
+        first_layer: args.first_layer,
+        rank: args.rank,
+        alpha: args.alpha,
+        projections,
+    };
+    let options = TrainingOptions {
+        epochs: args.epochs,
+        learning_rate: args.learning_rate,
+        batch_tokens: args.batch_tokens,
+        seed: args.seed,
+        ..TrainingOptions::default()
+    };
+    let folder = args.encoder.clone().unwrap_or_else(default_encoder_dir);
+    let started = Instant::now();
+    let mut say = |line: String| {
+        eprintln!("{line}");
+        let _ = writeln!(log, "{line}");
+    };
+    say(format!(
+        "adapting the layers from {} up (rank {}, alpha {}) on {} texts from {} files; log {}",
+        shape.first_layer,
+        shape.rank,
+        shape.alpha,
+        texts.len(),
+        args.data.len(),
+        log_path.display()
+    ));
+    let mut last_report = Instant::now();
+    let (adapter, report) = adapt(
+        &folder,
+        &texts,
+        args.validators.len(),
+        shape,
+        &options,
+        |p| {
+            let due = last_report.elapsed().as_secs() >= 10;
+            match p {
+                Progress::States { done, total } if due || done == total => {
+                    last_report = Instant::now();
+                    say(format!("reading lower-layer states: {done}/{total}"));
+                }
+                Progress::Step(step) if due || step.step == step.steps => {
+                    last_report = Instant::now();
+                    let per_step = step.elapsed.as_secs_f64() / step.step as f64;
+                    let left = per_step * (step.steps - step.step) as f64;
+                    say(format!(
+                        "epoch {} step {}/{}: loss {:.4}, {:.0} s so far, about {:.0} s left",
+                        step.epoch,
+                        step.step,
+                        step.steps,
+                        step.loss,
+                        step.elapsed.as_secs_f64(),
+                        left
+                    ));
+                }
+                _ => {}
+            }
+        },
+    )?;
+    aegis_files::write_atomically(&out, &adapter.to_bytes()?)
+        .with_context(|| format!("writing {}", out.display()))?;
+    say(format!(
+        "wrote {}: {} texts trained on ({} left out), {} steps, loss by epoch {:?}, {:.0} s in all",
+        out.display(),
+        report.texts,
+        report.left_out,
+        report.steps,
+        report
+            .epoch_losses
+            .iter()
+            .map(|l| format!("{l:.4}"))
+            .collect::<Vec<_>>(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(ExitStatus::Passed)
+}
