@@ -58,20 +58,29 @@ pub fn read_states(
         }
     }
     let started = Instant::now();
-    let mut states = Vec::with_capacity(texts.len());
-    for (index, chunk) in texts.chunks(CHUNK).enumerate() {
-        for read in encoder.token_states(chunk, after) {
-            states.push(match read {
-                Ok(state) if state.dim(0)? <= max_tokens => Some(state.to_dtype(DType::BF16)?),
-                Ok(_) => None,
-                Err(error) => {
-                    tracing::debug!(%error, "a text left out of training");
-                    None
-                }
-            });
+    // Texts too long to train on are left out before their layers run: the longest cost the
+    // most (attention grows with the square of their length).
+    let fits: Vec<bool> = texts
+        .iter()
+        .map(|t| encoder.tokens(t).is_ok_and(|ids| ids.len() <= max_tokens))
+        .collect();
+    let kept: Vec<&str> = texts
+        .iter()
+        .zip(&fits)
+        .filter_map(|(t, &fits)| fits.then_some(*t))
+        .collect();
+    let mut read = Vec::with_capacity(kept.len());
+    for (index, chunk) in kept.chunks(CHUNK).enumerate() {
+        for state in encoder.token_states(chunk, after) {
+            read.push(Some(state?.to_dtype(DType::BF16)?));
         }
-        progress(((index + 1) * CHUNK).min(texts.len()), texts.len());
+        progress(((index + 1) * CHUNK).min(kept.len()), kept.len());
     }
+    let mut read = read.into_iter();
+    let states = fits
+        .iter()
+        .map(|&fits| if fits { read.next().flatten() } else { None })
+        .collect();
     tracing::info!(
         texts = texts.len(),
         elapsed_s = started.elapsed().as_secs(),

@@ -10,9 +10,12 @@ use std::time::Instant;
 
 use aegis_adapt::{adapt, AdapterShape, Progress, TrainingOptions, TrainingText};
 use aegis_engine::{default_encoder_dir, Projection};
-use aegis_guard::{heads_dir, ENCODER_ADAPTER_FILE};
+use aegis_teach::AdapterRecord;
 use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
 
+use crate::history_cmd::DbArgs;
+use crate::teach::with_store;
 use crate::ExitStatus;
 
 #[derive(Debug, clap::Args)]
@@ -30,9 +33,11 @@ pub struct AdaptArgs {
     /// The templates folder: the adapter is written to its heads/ (see --out).
     #[arg(long, default_value = "prompt_guard")]
     pub prompts: PathBuf,
-    /// Write the adapter here instead.
+    /// Write the adapter here instead (only the file: no version is recorded).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
     /// The encoder's sentence-transformers folder (default: where scripts/setup-encoder.sh puts it).
     #[arg(long)]
     pub encoder: Option<PathBuf>,
@@ -55,7 +60,8 @@ pub struct AdaptArgs {
     pub batch_tokens: usize,
     #[arg(long, default_value_t = TrainingOptions::default().seed)]
     pub seed: u64,
-    /// Progress is also appended here (default: the adapter's path with `.log`).
+    /// Progress is also appended here (default: adapt.log in the cache folder, e.g.
+    /// ~/.cache/aegis/adapt/).
     #[arg(long)]
     pub log: Option<PathBuf>,
 }
@@ -86,14 +92,16 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
             text: m.text,
         })
         .collect();
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| heads_dir(&args.prompts, true).join(ENCODER_ADAPTER_FILE));
-    let log_path = args
-        .log
-        .clone()
-        .unwrap_or_else(|| out.with_extension("log"));
+    let log_path = match &args.log {
+        Some(path) => path.clone(),
+        None => {
+            let dir = dirs::cache_dir()
+                .unwrap_or_else(std::env::temp_dir)
+                .join("aegis/adapt");
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir.join("adapt.log")
+        }
+    };
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -159,11 +167,45 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
             }
         },
     )?;
-    aegis_files::write_atomically(&out, &adapter.to_bytes()?)
-        .with_context(|| format!("writing {}", out.display()))?;
+    let bytes = adapter.to_bytes()?;
+    let written = match &args.out {
+        Some(out) => {
+            aegis_files::write_atomically(out, &bytes)
+                .with_context(|| format!("writing {}", out.display()))?;
+            format!("wrote {}", out.display())
+        }
+        None => {
+            let record = AdapterRecord {
+                data_sha256: data_sha256(&texts),
+                metrics: serde_json::json!({
+                    "first_layer": args.first_layer,
+                    "rank": args.rank,
+                    "alpha": args.alpha,
+                    "projections": args.projections,
+                    "epochs": args.epochs,
+                    "learning_rate": args.learning_rate,
+                    "batch_tokens": args.batch_tokens,
+                    "seed": args.seed,
+                    "texts": report.texts,
+                    "epoch_losses": report.epoch_losses,
+                    "seconds": report.elapsed.as_secs(),
+                })
+                .to_string(),
+                note: format!("aegis adapt on {} files", args.data.len()),
+            };
+            let prompts = args.prompts.clone();
+            let applied = with_store(&args.db, |store| async move {
+                Ok(aegis_teach::apply_adapter(&store, &prompts, &bytes, &record).await?)
+            })?;
+            format!(
+                "applied {} as version {} (retrain the heads on it: scripts/train-heads.sh)",
+                applied.path.display(),
+                applied.version
+            )
+        }
+    };
     say(format!(
-        "wrote {}: {} texts trained on ({} left out), {} steps, loss by epoch {:?}, {:.0} s in all",
-        out.display(),
+        "{written}: {} texts trained on ({} left out), {} steps, loss by epoch {:?}, {:.0} s in all",
         report.texts,
         report.left_out,
         report.steps,
@@ -175,4 +217,26 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         started.elapsed().as_secs_f64()
     ));
     Ok(ExitStatus::Passed)
+}
+
+/// Hash of the texts and labels trained on, in order: two adapters with the same data hash and
+/// settings are the same adapter.
+fn data_sha256(texts: &[TrainingText]) -> String {
+    let mut digest = Sha256::new();
+    for text in texts {
+        digest.update((text.text.len() as u64).to_le_bytes());
+        digest.update(text.text.as_bytes());
+        for label in &text.labels {
+            digest.update([match label {
+                None => 0u8,
+                Some(false) => 1,
+                Some(true) => 2,
+            }]);
+        }
+    }
+    digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -495,7 +495,7 @@ fn summary(metrics: &str) -> String {
     )
 }
 
-fn with_store<T, F, Fut>(db: &DbArgs, work: F) -> Result<T>
+pub(crate) fn with_store<T, F, Fut>(db: &DbArgs, work: F) -> Result<T>
 where
     F: FnOnce(std::sync::Arc<Store>) -> Fut,
     Fut: std::future::Future<Output = Result<T>>,

@@ -3,6 +3,7 @@
 //! would change, and applying it as a version that reverts bit for bit. The console's Teach view
 //! and `aegis train` / `aegis heads` share it.
 
+mod adapter;
 mod data;
 mod error;
 mod fit;
@@ -10,6 +11,7 @@ mod near_miss;
 mod suggest;
 mod versions;
 
+pub use adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
 pub use data::{
     keep_positives, negatives_for_new_validator, read_messages, taught_rows, training_files,
     TrainingFiles,

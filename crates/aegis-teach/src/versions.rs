@@ -16,6 +16,7 @@ use aegis_heads::Head;
 use aegis_store::{NewHeadVersion, Store};
 use serde::{Deserialize, Serialize};
 
+use crate::adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
 use crate::error::{Result, TeachError};
 
 /// Where a head was written and the version it became.
@@ -62,6 +63,14 @@ pub async fn revert_head(
     let Some((version, bytes)) = store.head_version(id).await? else {
         return Err(TeachError::Invalid(format!("no head version {id}")));
     };
+    if version.validator == ADAPTER_VERSION_KEY {
+        let record = AdapterRecord {
+            data_sha256: version.data_sha256,
+            metrics: version.metrics,
+            note: format!("revert to version {id}"),
+        };
+        return apply_adapter(store, templates_dir, &bytes, &record).await;
+    }
     let head = Head::from_bytes(&bytes, Path::new("the stored head"))?;
     let validator = validators.iter().find(|v| v.key == head.validator);
     let journal = Journal::plan(
@@ -78,7 +87,8 @@ pub async fn revert_head(
 }
 
 /// Finishes every apply a kill or a crash interrupted after its journal was written, so the
-/// head, its template's threshold and the version list agree again. Cheap when there is none.
+/// head, its template's threshold and the version list agree again, and records a live encoder
+/// adapter no version names. Cheap when there is none.
 pub async fn finish_interrupted_applies(
     store: &Store,
     templates_dir: &Path,
@@ -100,6 +110,7 @@ pub async fn finish_interrupted_applies(
         tracing::warn!(validator = %journal.validator, "finishing an apply that was interrupted");
         finished.push(journal.carry_out(store, templates_dir).await?);
     }
+    finished.extend(record_live_adapter(store, templates_dir).await?);
     Ok(finished)
 }
 

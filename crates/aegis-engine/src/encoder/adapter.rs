@@ -78,8 +78,13 @@ const BASE_KEY: &str = "base_encoder_sha256";
 impl EncoderAdapter {
     pub fn read(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path).map_err(|e| EngineError::io(path, e))?;
+        Self::from_bytes(&bytes, path)
+    }
+
+    /// An adapter file's content; `path` names it in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Self> {
         let invalid = |message: String| EngineError::invalid(path, message);
-        let (_, header) = safetensors::SafeTensors::read_metadata(&bytes)
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
             .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
         let metadata = header.metadata().clone().unwrap_or_default();
         let scale = metadata
@@ -91,7 +96,7 @@ impl EncoderAdapter {
             .get(BASE_KEY)
             .cloned()
             .ok_or_else(|| invalid(format!("no {BASE_KEY} in its metadata")))?;
-        let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)?;
+        let tensors = candle_core::safetensors::load_buffer(bytes, &Device::Cpu)?;
         let mut halves: BTreeMap<(usize, Projection), (Option<Tensor>, Option<Tensor>)> =
             BTreeMap::new();
         for (name, tensor) in tensors {

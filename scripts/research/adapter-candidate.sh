@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Measures an encoder-adapter candidate (issue "Read who says it") on the tables the issue asks
+# for, without touching prompt_guard/ or the history database: a copy of the templates with the
+# adapter (or `none`, the plain encoder) in its heads/, every head retrained on it as
+# scripts/train-heads.sh does (held-out-source ROC AUC and thresholds in train.txt), then the
+# held-back kinds (kinds.txt), the never-trained benign messages (benign.txt) and, when OUT/../
+# has none, the dev set's Indonesian tweets (tweets.txt: `--tweets FILE`).
+#
+#   scripts/research/adapter-candidate.sh ADAPTER|none OUT [TWEETS.jsonl]
+# Needs the release build (cargo build --release -p aegis-cli).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+adapter=$1
+out=$2
+tweets=${3:-}
+aegis=target/release/aegis
+heads=prompt_guard/heads
+mkdir -p "$out"
+rm -rf "$out/pg"
+cp -r prompt_guard "$out/pg"
+rm -f "$out/pg/heads/encoder-adapter.safetensors"
+if [ "$adapter" != none ]; then
+  cp "$adapter" "$out/pg/heads/encoder-adapter.safetensors"
+fi
+export AEGIS_DB="$out/history.db"
+start=$(date +%s)
+$aegis train --model default --prompts "$out/pg" \
+  --data $heads/dev-permissive.jsonl --data $heads/train-1.jsonl --data $heads/train-2.jsonl \
+  --data $heads/authored.jsonl --data $heads/authored-benign.jsonl --data $heads/benign-real.jsonl \
+  --layers embedding --tune-thresholds --benign-budget 0.01 > "$out/train.txt" 2>&1
+echo "heads retrained in $(( $(date +%s) - start )) s" >> "$out/train.txt"
+$aegis check --prompts "$out/pg" --file $heads/kinds-holdout.jsonl --json --no-history > "$out/kinds.json" || true
+python3 scripts/kinds-report.py $heads/kinds-holdout.jsonl "$out/kinds.json" > "$out/kinds.txt"
+$aegis eval --prompts "$out/pg" $heads/benign-real-holdout.jsonl --no-store > "$out/benign.txt" 2>&1
+$aegis eval --prompts "$out/pg" $heads/benign-holdout.jsonl --no-store > "$out/benign-authored.txt" 2>&1
+if [ -n "$tweets" ]; then
+  $aegis eval --prompts "$out/pg" "$tweets" --no-store > "$out/tweets.txt" 2>&1
+fi
+grep -h -A12 "held-out" "$out/train.txt" | head -40 || true
+cat "$out/kinds.txt"
