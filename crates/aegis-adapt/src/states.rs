@@ -20,6 +20,9 @@ pub struct TokenStates {
 
 const CHUNK: usize = 64;
 
+/// Names a folder for cached states instead of `aegis/adapt` in the user's cache folder.
+pub const STATES_CACHE_ENV: &str = "AEGIS_ADAPT_CACHE";
+
 /// Where states for this encoder, layer and list of texts are cached.
 pub fn cache_path(encoder_hash: &str, after: usize, texts: &[&str]) -> Option<PathBuf> {
     let mut digest = Sha256::new();
@@ -32,11 +35,11 @@ pub fn cache_path(encoder_hash: &str, after: usize, texts: &[&str]) -> Option<Pa
         .map(|b| format!("{b:02x}"))
         .collect();
     let encoder: String = encoder_hash.chars().take(16).collect();
-    dirs::cache_dir().map(|d| {
-        d.join("aegis")
-            .join("adapt")
-            .join(format!("{encoder}-after{after}-{digest}.safetensors"))
-    })
+    let folder = match std::env::var_os(STATES_CACHE_ENV) {
+        Some(folder) => Some(PathBuf::from(folder)),
+        None => dirs::cache_dir().map(|d| d.join("aegis").join("adapt")),
+    };
+    folder.map(|f| f.join(format!("{encoder}-after{after}-{digest}.safetensors")))
 }
 
 /// The states after layer `after` (1 = the first) of every text, from the cache when it has them;

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod adapt;
 mod conversations;
 mod eval;
 mod gpu;
