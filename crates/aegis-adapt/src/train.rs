@@ -17,6 +17,9 @@ use crate::top::AdaptedTop;
 pub struct TrainingText {
     pub text: String,
     pub labels: Vec<Option<bool>>,
+    /// Its source (for rows the project wrote, with their language and kind): validation holds
+    /// out whole groups, as the heads' folds do.
+    pub group: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +32,10 @@ pub struct TrainingOptions {
     /// Tokens in one optimiser step (whole texts).
     pub batch_tokens: usize,
     pub seed: u64,
+    /// Share of the groups held out to decide when to stop: the updates kept are those with the
+    /// lowest loss on them, measured every `validate_every` steps. Zero trains to the end.
+    pub validation_share: f64,
+    pub validate_every: usize,
 }
 
 impl Default for TrainingOptions {
@@ -39,6 +46,8 @@ impl Default for TrainingOptions {
             head_learning_rate: 1e-2,
             batch_tokens: 2048,
             seed: 20_261_126,
+            validation_share: 0.2,
+            validate_every: 40,
         }
     }
 }
@@ -51,6 +60,11 @@ pub struct TrainingReport {
     pub steps: usize,
     /// Mean loss over each epoch's steps.
     pub epoch_losses: Vec<f64>,
+    /// Texts held out for validation, and the validation loss at each check (step, loss).
+    pub validation_texts: usize,
+    pub validation_losses: Vec<(usize, f64)>,
+    /// The step whose updates were kept.
+    pub kept_step: usize,
     pub elapsed: Duration,
 }
 
@@ -79,13 +93,22 @@ pub fn train(
     mut progress: impl FnMut(&StepProgress),
 ) -> Result<TrainingReport> {
     let started = Instant::now();
-    let usable: Vec<usize> = (0..texts.len())
+    let labelled: Vec<usize> = (0..texts.len())
         .filter(|&i| states[i].is_some() && texts[i].labels.iter().any(Option::is_some))
         .collect();
+    let (mut usable, mut held_out): (Vec<usize>, Vec<usize>) = labelled
+        .iter()
+        .partition(|&&i| !held_out_group(&texts[i].group, options));
+    if usable.is_empty() {
+        // Too few groups to hold any out: train on all, to the end.
+        tracing::warn!("every group fell in the validation share; training on all of them");
+        usable = std::mem::take(&mut held_out);
+    }
     if usable.is_empty() {
         return Err(AdaptError::Invalid("no labelled text to train on".into()));
     }
-    let weights = class_weights(texts, &usable, validators);
+    let weights = class_weights(texts, &labelled, validators);
+    let held_out_batches = batches(&held_out, states, options.batch_tokens);
     let hidden = top.output_dimensions();
     let head = Var::zeros((hidden, validators), DType::F32, &Device::Cpu)?;
     let bias = Var::zeros((1, validators), DType::F32, &Device::Cpu)?;
@@ -107,6 +130,43 @@ pub fn train(
     let warmup = (steps / 20).max(1);
     let mut step = 0;
     let mut epoch_losses = Vec::with_capacity(options.epochs);
+    let mut validation_losses = Vec::new();
+    let mut best: Option<(f64, usize, Vec<Tensor>)> = None;
+    let forward_loss = |batch: &[usize]| -> Result<Tensor> {
+        let parts: Vec<&Tensor> = batch.iter().filter_map(|&i| states[i].as_ref()).collect();
+        let lengths: Vec<usize> = parts
+            .iter()
+            .map(|s| s.dim(0))
+            .collect::<candle_core::Result<_>>()?;
+        let input = Tensor::cat(&parts, 0)?.to_dtype(DType::F32)?;
+        let embedding = top.forward(&input, &lengths)?;
+        let logits = (embedding * EMBEDDING_GAIN)?
+            .matmul(head.as_tensor())?
+            .broadcast_add(bias.as_tensor())?;
+        let (targets, mask) = batch_targets(texts, batch, &weights, validators)?;
+        weighted_logistic_loss(&logits, &targets, &mask)
+    };
+    let mut validate = |step: usize| -> Result<()> {
+        if held_out_batches.is_empty() {
+            return Ok(());
+        }
+        let mut total = 0.0;
+        for batch in &held_out_batches {
+            total += forward_loss(batch)?.to_scalar::<f32>()? as f64;
+        }
+        let loss = total / held_out_batches.len() as f64;
+        validation_losses.push((step, loss));
+        tracing::info!(step, loss, "validation");
+        if best.as_ref().is_none_or(|(b, _, _)| loss < *b) {
+            let kept = top
+                .vars()
+                .iter()
+                .map(|v| v.as_tensor().copy())
+                .collect::<candle_core::Result<_>>()?;
+            best = Some((loss, step, kept));
+        }
+        Ok(())
+    };
     for epoch in 0..options.epochs {
         let mut order = usable.clone();
         random.shuffle(&mut order);
@@ -120,18 +180,7 @@ pub fn train(
             };
             update_optimiser.set_learning_rate(options.learning_rate * factor);
             head_optimiser.set_learning_rate(options.head_learning_rate * factor.max(0.1));
-            let parts: Vec<&Tensor> = batch.iter().filter_map(|&i| states[i].as_ref()).collect();
-            let lengths: Vec<usize> = parts
-                .iter()
-                .map(|s| s.dim(0))
-                .collect::<candle_core::Result<_>>()?;
-            let input = Tensor::cat(&parts, 0)?.to_dtype(DType::F32)?;
-            let embedding = top.forward(&input, &lengths)?;
-            let logits = (embedding * EMBEDDING_GAIN)?
-                .matmul(head.as_tensor())?
-                .broadcast_add(bias.as_tensor())?;
-            let (targets, mask) = batch_targets(texts, batch, &weights, validators)?;
-            let loss = weighted_logistic_loss(&logits, &targets, &mask)?;
+            let loss = forward_loss(batch)?;
             let grads = loss.backward()?;
             update_optimiser.step(&grads)?;
             head_optimiser.step(&grads)?;
@@ -145,16 +194,42 @@ pub fn train(
                 loss,
                 elapsed: started.elapsed(),
             });
+            if step % options.validate_every.max(1) == 0 || step == steps {
+                validate(step)?;
+            }
         }
         epoch_losses.push(total / epoch_batches.len().max(1) as f64);
     }
+    let kept_step = match best {
+        Some((_, step, kept)) => {
+            for (var, value) in top.vars().iter().zip(kept) {
+                var.set(&value)?;
+            }
+            step
+        }
+        None => steps,
+    };
     Ok(TrainingReport {
         texts: usable.len(),
-        left_out: texts.len() - usable.len(),
+        left_out: texts.len() - labelled.len(),
+        validation_texts: held_out.len(),
+        validation_losses,
+        kept_step,
         steps,
         epoch_losses,
         elapsed: started.elapsed(),
     })
+}
+
+/// Whether `group` is held out for validation: a hash of its name against the share, so the
+/// same groups are held out on every run.
+fn held_out_group(group: &str, options: &TrainingOptions) -> bool {
+    let mut hash = SplitMix64::new(options.seed);
+    let mut value = hash.next_u64();
+    for byte in group.bytes() {
+        value = SplitMix64::new(value ^ u64::from(byte)).next_u64();
+    }
+    (value % 10_000) as f64 / 10_000.0 < options.validation_share
 }
 
 /// Consecutive texts of `order` in groups of about `budget` tokens.

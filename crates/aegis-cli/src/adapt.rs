@@ -60,6 +60,10 @@ pub struct AdaptArgs {
     pub batch_tokens: usize,
     #[arg(long, default_value_t = TrainingOptions::default().seed)]
     pub seed: u64,
+    /// Share of the sources held out to choose when to stop (the updates with the lowest loss on
+    /// them are kept); 0 trains to the end.
+    #[arg(long, default_value_t = TrainingOptions::default().validation_share)]
+    pub validation_share: f64,
     /// Progress is also appended here (default: adapt.log in the cache folder, e.g.
     /// ~/.cache/aegis/adapt/).
     #[arg(long)]
@@ -84,6 +88,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
     let texts: Vec<TrainingText> = messages
         .into_iter()
         .map(|m| TrainingText {
+            group: m.source_group(),
             labels: args
                 .validators
                 .iter()
@@ -118,6 +123,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         learning_rate: args.learning_rate,
         batch_tokens: args.batch_tokens,
         seed: args.seed,
+        validation_share: args.validation_share,
         ..TrainingOptions::default()
     };
     let folder = args.encoder.clone().unwrap_or_else(default_encoder_dir);
@@ -187,6 +193,9 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
                     "batch_tokens": args.batch_tokens,
                     "seed": args.seed,
                     "texts": report.texts,
+                    "validation_share": args.validation_share,
+                    "validation_losses": report.validation_losses,
+                    "kept_step": report.kept_step,
                     "epoch_losses": report.epoch_losses,
                     "seconds": report.elapsed.as_secs(),
                 })
@@ -205,10 +214,18 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         }
     };
     say(format!(
-        "{written}: {} texts trained on ({} left out), {} steps, loss by epoch {:?}, {:.0} s in all",
+        "{written}: {} texts trained on, {} held out to stop on ({} left out), {} steps, kept step {} \
+         (validation loss {:?}), loss by epoch {:?}, {:.0} s in all",
         report.texts,
+        report.validation_texts,
         report.left_out,
         report.steps,
+        report.kept_step,
+        report
+            .validation_losses
+            .iter()
+            .map(|(step, loss)| format!("{step}: {loss:.4}"))
+            .collect::<Vec<_>>(),
         report
             .epoch_losses
             .iter()
