@@ -55,26 +55,23 @@ fn adapting_twice_gives_the_same_adapter_and_the_heads_of_the_plain_encoder_are_
         prompts.join("heads/toxic.json"),
     )
     .expect("head");
-    let plain = aegis(&[
-        "check",
-        "--no-history",
-        "--prompts",
-        prompts.to_str().expect("path"),
-        "dasar goblok",
-    ]);
+    let check = || {
+        aegis(&[
+            "check",
+            "--no-history",
+            "--prompts",
+            prompts.to_str().expect("path"),
+            "dasar goblok",
+        ])
+    };
+    let plain = check();
     assert!(
         !stderr(&plain).contains("head not used"),
         "{}",
         stderr(&plain)
     );
     std::fs::write(prompts.join("heads/encoder-adapter.safetensors"), &first).expect("write");
-    let adapted = aegis(&[
-        "check",
-        "--no-history",
-        "--prompts",
-        prompts.to_str().expect("path"),
-        "dasar goblok",
-    ]);
+    let adapted = check();
     let err = stderr(&adapted);
     assert!(err.contains("toxic.json: head not used"), "{err}");
     assert!(err.contains("trained for encoder"), "{err}");

@@ -8,11 +8,12 @@ use std::time::Instant;
 use candle_core::{DType, Tensor};
 
 use crate::error::{EngineError, Result};
+use crate::language_model::two_way_probability;
 use crate::language_model::{
     Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
 };
 use crate::load_options::LoadOptions;
-use crate::model::{two_way_probability, Gemma3, KvCache, Output, WeightFormat};
+use crate::model::{Gemma3, KvCache, Output, WeightFormat};
 use crate::packing::{PackRequest, PackedBatch};
 use crate::prefix_cache::{PrefixCache, PrefixCacheStats};
 use crate::source::{ResolvedModel, WeightFiles};

@@ -128,3 +128,10 @@ impl Encoding {
         self.means.get(at).map(Vec::as_slice)
     }
 }
+
+/// Softmax over two logits: P(first).
+pub fn two_way_probability(first: f32, second: f32) -> f32 {
+    let m = first.max(second);
+    let (a, b) = ((first - m).exp(), (second - m).exp());
+    a / (a + b)
+}

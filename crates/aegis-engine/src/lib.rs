@@ -33,10 +33,11 @@ pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};
 pub use hash::file_sha256;
 pub use language_model::{
-    whole_answer, Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores, SYNTHETIC_WARNING,
+    two_way_probability, whole_answer, Encoding, LanguageModel, ModelInfo, Prompt, Scored, Scores,
+    SYNTHETIC_WARNING,
 };
 pub use load_options::{DeviceChoice, LoadOptions};
-pub use model::{rope_table, two_way_probability, Gemma3, KvCache, LayerWeights, WeightFormat};
+pub use model::{rope_table, Gemma3, KvCache, LayerWeights, WeightFormat};
 pub use prefix_cache::PrefixCacheStats;
 pub use random::SplitMix64;
 pub use request::{DownloadReport, ModelRequest};

@@ -593,10 +593,3 @@ fn in_tap_order(taps: &[usize], tapped: &[(usize, Tensor)], layers: usize) -> Re
         })
         .collect()
 }
-
-/// Softmax over two logits: P(first).
-pub fn two_way_probability(first: f32, second: f32) -> f32 {
-    let m = first.max(second);
-    let (a, b) = ((first - m).exp(), (second - m).exp());
-    a / (a + b)
-}
