@@ -72,8 +72,15 @@ pub struct EncoderAdapter {
     pub updates: BTreeMap<(usize, Projection), LowRankUpdate>,
 }
 
-const SCALE_KEY: &str = "scale";
-const BASE_KEY: &str = "base_encoder_sha256";
+const METADATA_KEY: &str = "aegis_encoder_adapter";
+
+/// What the file says of itself, beside its tensors.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct AdapterMetadata {
+    scale: f64,
+    /// sha256 of the plain encoder's weight files.
+    base_hash: String,
+}
 
 impl EncoderAdapter {
     pub fn read(path: &Path) -> Result<Self> {
@@ -87,15 +94,12 @@ impl EncoderAdapter {
         let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
             .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
         let metadata = header.metadata().clone().unwrap_or_default();
-        let scale = metadata
-            .get(SCALE_KEY)
-            .and_then(|s| s.parse::<f64>().ok())
-            .filter(|s| s.is_finite())
-            .ok_or_else(|| invalid(format!("no {SCALE_KEY} in its metadata")))?;
-        let base_hash = metadata
-            .get(BASE_KEY)
-            .cloned()
-            .ok_or_else(|| invalid(format!("no {BASE_KEY} in its metadata")))?;
+        let described: AdapterMetadata = metadata
+            .get(METADATA_KEY)
+            .and_then(|raw| serde_json::from_str(raw).ok())
+            .filter(|m: &AdapterMetadata| m.scale.is_finite())
+            .ok_or_else(|| invalid(format!("no {METADATA_KEY} in its metadata")))?;
+        let AdapterMetadata { scale, base_hash } = described;
         let tensors = candle_core::safetensors::load_buffer(bytes, &Device::Cpu)?;
         let mut halves: BTreeMap<(usize, Projection), (Option<Tensor>, Option<Tensor>)> =
             BTreeMap::new();
@@ -155,10 +159,14 @@ impl EncoderAdapter {
             tensors.push((name("down"), &update.down));
             tensors.push((name("up"), &update.up));
         }
-        let metadata = HashMap::from([
-            (SCALE_KEY.to_string(), format!("{}", self.scale)),
-            (BASE_KEY.to_string(), self.base_hash.clone()),
-        ]);
+        // One key: the format's metadata is a HashMap, whose order would change the bytes from
+        // run to run, and a retrain must give the same file.
+        let described = serde_json::to_string(&AdapterMetadata {
+            scale: self.scale,
+            base_hash: self.base_hash.clone(),
+        })
+        .map_err(|e| EngineError::Candle(candle_core::Error::Msg(e.to_string())))?;
+        let metadata = HashMap::from([(METADATA_KEY.to_string(), described)]);
         safetensors::serialize(tensors, Some(metadata)).map_err(|e| {
             EngineError::Candle(candle_core::Error::Msg(format!(
                 "writing the adapter failed: {e}"
@@ -213,5 +221,25 @@ mod tests {
         std::fs::write(&path, b"not safetensors").unwrap();
         let error = EncoderAdapter::read(&path).unwrap_err().to_string();
         assert!(error.contains("not a safetensors file"), "{error}");
+    }
+
+    #[test]
+    fn the_same_adapter_is_the_same_bytes() {
+        let device = Device::Cpu;
+        let adapter = EncoderAdapter {
+            scale: 2.0,
+            base_hash: "abc".into(),
+            updates: BTreeMap::from([(
+                (1, Projection::Query),
+                LowRankUpdate {
+                    down: Tensor::ones((1, 2), DType::F32, &device).unwrap(),
+                    up: Tensor::ones((2, 1), DType::F32, &device).unwrap(),
+                },
+            )]),
+        };
+        assert_eq!(
+            adapter.to_bytes().unwrap(),
+            adapter.clone().to_bytes().unwrap()
+        );
     }
 }
