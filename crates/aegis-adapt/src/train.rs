@@ -42,7 +42,7 @@ impl Default for TrainingOptions {
     fn default() -> Self {
         Self {
             epochs: 2,
-            learning_rate: 5e-4,
+            learning_rate: 2e-4,
             head_learning_rate: 1e-2,
             batch_tokens: 2048,
             seed: 20_261_126,

@@ -42,9 +42,9 @@ pub struct AdaptArgs {
     #[arg(long)]
     pub encoder: Option<PathBuf>,
     /// The first adapted layer, counted from 0; every layer above it is adapted too.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 22)]
     pub first_layer: usize,
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 4)]
     pub rank: usize,
     /// The update is alpha / rank times the low-rank product.
     #[arg(long, default_value_t = 16.0)]
