@@ -258,8 +258,9 @@ impl EmbeddingGemma {
             EmbeddingStorage::Dense(format.activation_dtype())
         };
         let mut model = Gemma3::load_encoder(&weights, format, embedding, &device)?;
-        let base_hash = crate::hash::files_sha256(&weight_files)?;
         if let Some(path) = adapter {
+            // Only an adapted load needs the plain encoder's hash apart from its own.
+            let base_hash = crate::hash::files_sha256(&weight_files)?;
             let adapter = EncoderAdapter::read(path)?;
             if adapter.base_hash != base_hash {
                 return Err(EngineError::invalid(
@@ -362,17 +363,16 @@ impl EmbeddingGemma {
     /// the frozen part of an adapter's training. Only the candle backbone keeps its layers as
     /// tensors: load with [`EncoderArithmetic::Exact`].
     pub fn layer_weights(&self, index: usize) -> Result<crate::model::LayerWeights> {
-        match &self.model {
-            Backbone::Candle(model) => model.layer_weights(index),
-            Backbone::Kernels(_) => Err(EngineError::Unsupported(
-                "layer weights from the packed kernels (load with exact arithmetic)",
-            )),
-        }
+        self.candle_backbone()?.layer_weights(index)
     }
 
     pub fn final_norm_weight(&self) -> Result<Tensor> {
+        self.candle_backbone()?.final_norm_weight()
+    }
+
+    fn candle_backbone(&self) -> Result<&Gemma3> {
         match &self.model {
-            Backbone::Candle(model) => model.final_norm_weight(),
+            Backbone::Candle(model) => Ok(model),
             Backbone::Kernels(_) => Err(EngineError::Unsupported(
                 "layer weights from the packed kernels (load with exact arithmetic)",
             )),
