@@ -16,6 +16,9 @@ export AEGIS_LLAMA_SERVER
 # schemathesis, for the test that holds /openapi.json to what a live server does.
 AEGIS_SCHEMATHESIS="$(bash scripts/setup-schemathesis.sh)"
 export AEGIS_SCHEMATHESIS
+# OpenAI's Python client, for the test that drives `aegis serve --upstream` as a prototype would.
+AEGIS_OPENAI_PYTHON="$(bash scripts/setup-openai-client.sh)"
+export AEGIS_OPENAI_PYTHON
 bash scripts/build-ui.sh
 cargo fmt --all -- --check
 (cd ui && npm run --silent check && npm test --silent)

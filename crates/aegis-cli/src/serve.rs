@@ -52,6 +52,14 @@ pub struct ServeArgs {
     /// The longest answer `/chat` with "answer": true writes, in tokens (1 to 2048).
     #[arg(long, default_value_t = aegis_runtime::ANSWER_TOKENS)]
     pub answer_tokens: usize,
+    /// An OpenAI-compatible chat server (llama.cpp, vLLM, Ollama, a hosted API): its root or its
+    /// `/v1` base. With it, POST /v1/chat/completions relays chats to it through the guard.
+    #[arg(long)]
+    pub upstream: Option<String>,
+    /// A file whose first line is the upstream's API key (or AEGIS_UPSTREAM_KEY); sent to the
+    /// upstream only, never logged.
+    #[arg(long, requires = "upstream")]
+    pub upstream_key_file: Option<PathBuf>,
     /// Do not record verdicts in history.
     #[arg(long)]
     pub no_history: bool,
@@ -72,8 +80,19 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
             args.host
         );
     }
+    let upstream = match &args.upstream {
+        None => None,
+        Some(url) => {
+            let key = match &args.upstream_key_file {
+                Some(path) => Some(read_token_file(path)?),
+                None => std::env::var("AEGIS_UPSTREAM_KEY").ok(),
+            };
+            Some(aegis_upstream::Upstream::new(url, key).context("--upstream")?)
+        }
+    };
     let config = ServerConfig {
         token,
+        upstream,
         max_body_bytes: args.max_body,
         cors_origins: args.cors_origins.clone(),
         allowed_hosts: args.allowed_hosts.clone(),
@@ -82,6 +101,9 @@ pub fn run(args: ServeArgs) -> Result<ExitStatus> {
         ..ServerConfig::default()
     };
     config.check()?;
+    if let Some(upstream) = &config.upstream {
+        eprintln!("relaying /v1/chat/completions to {}", upstream.endpoint());
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     let served = runtime.block_on(async move {
         let store = if args.no_history {

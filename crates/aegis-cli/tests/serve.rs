@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use crate::aegis_command;
 
 /// `aegis serve` on a free port, its model loaded.
-struct Served {
+pub(crate) struct Served {
     process: Child,
-    address: String,
+    pub(crate) address: String,
     /// What the server logs after it says where it listens, read as it comes so a busy server
     /// never blocks on a full pipe.
     log: Option<JoinHandle<Vec<String>>>,
@@ -26,7 +26,7 @@ impl Served {
     }
 
     /// Recording verdicts (in the fresh database `aegis_command` names), as /feedback needs.
-    fn keeping_history(extra: &[&str]) -> Self {
+    pub(crate) fn keeping_history(extra: &[&str]) -> Self {
         let mut args = vec!["serve", "--port", "0"];
         args.extend_from_slice(extra);
         let mut process = aegis_command(&args)
@@ -79,7 +79,7 @@ impl Served {
         stream
     }
 
-    fn terminate(&self) {
+    pub(crate) fn terminate(&self) {
         let pid = self.process.id().to_string();
         assert!(Command::new("kill")
             .args(["-TERM", &pid])
@@ -105,7 +105,7 @@ impl Served {
     }
 
     /// What the server logged after it said where it listens, once it has exited.
-    fn rest_of_log(&mut self) -> String {
+    pub(crate) fn rest_of_log(&mut self) -> String {
         self.log
             .take()
             .and_then(|reader| reader.join().ok())

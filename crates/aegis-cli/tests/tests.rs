@@ -7,6 +7,7 @@ mod adapt;
 mod conversations;
 mod eval;
 mod gpu;
+mod guarded_chat;
 mod heads;
 mod history;
 mod remote;

@@ -33,7 +33,7 @@ pub(crate) struct FeedbackRequest {
     #[serde(default, deserialize_with = "crate::json::not_null")]
     #[schema(value_type = String)]
     text: Option<String>,
-    /// `id` or `en`; detected from the text when left out.
+    /// `id` or `en`; when left out, detected from the text or taken from the recorded verdict.
     #[serde(default, deserialize_with = "crate::json::not_null")]
     #[schema(value_type = FeedbackLanguage)]
     lang: Option<String>,
@@ -97,6 +97,18 @@ pub(crate) async fn feedback(
             ),
         ));
     }
+    // Checked whichever way the text comes, so a body the description refuses is refused here.
+    let language = match request.lang.as_deref() {
+        None => None,
+        // A cross-validation group when trained on: only the languages the guard knows.
+        Some(code) => Some(Language::from_code(code).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_language",
+                format!("lang {code:?} is not one the guard reads: use id or en, or leave it out"),
+            )
+        })?),
+    };
     let (text, language) = match (request.verdict_id, request.text) {
         (Some(id), None) => {
             let detail = store.get(id).await.map_err(store_error)?.ok_or_else(|| {
@@ -106,7 +118,11 @@ pub(crate) async fn feedback(
                     format!("no verdict {id} in this server's history"),
                 )
             })?;
-            (detail.row.text, detail.row.language)
+            let recorded = detail.row.language;
+            (
+                detail.row.text,
+                language.map_or(recorded, |language| language.code().to_string()),
+            )
         }
         (None, Some(text)) => {
             if text.trim().is_empty() {
@@ -116,17 +132,7 @@ pub(crate) async fn feedback(
                     "the text is empty",
                 ));
             }
-            let language = match request.lang.as_deref() {
-                None => Language::detect(&text),
-                // A cross-validation group when trained on: only the languages the guard knows.
-                Some(code) => Language::from_code(code).ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "unknown_language",
-                        format!("lang {code:?} is not one the guard reads: use id or en, or leave it out"),
-                    )
-                })?,
-            };
+            let language = language.unwrap_or_else(|| Language::detect(&text));
             (text, language.code().to_string())
         }
         _ => {

@@ -1,8 +1,10 @@
 //! The local HTTP API over a shared guard and history: the original service's `/validate`,
 //! `/chat` and `/health`, an OpenAI-compatible `/v1/moderations`, `/validators`, `/feedback`, Prometheus
-//! `/metrics` and an OpenAPI description. A library: `aegis serve` and the desktop app mount the same router.
+//! `/metrics`, an OpenAPI description, and with an upstream, OpenAI's `/v1/chat/completions`
+//! guarded as it streams. A library: `aegis serve` and the desktop app mount the same router.
 
 mod auth;
+mod completions;
 mod error;
 mod feedback;
 mod json;

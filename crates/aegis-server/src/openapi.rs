@@ -34,6 +34,11 @@ use crate::state::AppState;
 )]
 struct ApiDoc;
 
+/// Described only where it is served: with an upstream.
+#[derive(OpenApi)]
+#[openapi(paths(crate::completions::chat_completions))]
+struct UpstreamDoc;
+
 /// Rust's whitespace (what `str::trim` removes), as a JSON Schema pattern: a text must hold one
 /// character outside it. Spelled out because regex engines disagree about `\s`.
 const NOT_BLANK: &str = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
@@ -45,6 +50,7 @@ pub fn document(state: &AppState) -> Value {
         .guard()
         .map(|guard| guard.validators().iter().map(|v| v.key.clone()).collect());
     let limits = Limits {
+        upstream: state.config.upstream.is_some(),
         max_turns: state.config.max_turns,
         max_checked_turns: state.config.max_checked_turns,
         validators,
@@ -57,6 +63,7 @@ pub fn document(state: &AppState) -> Value {
 }
 
 struct Limits {
+    upstream: bool,
     max_turns: usize,
     max_checked_turns: usize,
     /// The loaded validators' keys; `None` while the model loads.
@@ -66,7 +73,11 @@ struct Limits {
 /// The document, and the places a constraint was meant for but no field is (a renamed field):
 /// the tests keep that list empty.
 fn described(limits: &Limits) -> (Value, Vec<String>) {
-    let mut document = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
+    let mut api = ApiDoc::openapi();
+    if limits.upstream {
+        api.merge(UpstreamDoc::openapi());
+    }
+    let mut document = serde_json::to_value(api).unwrap_or(Value::Null);
     add_shared_errors(&mut document);
     let mut missing = Vec::new();
     for (pointer, constraint) in constraints(limits) {
@@ -213,6 +224,7 @@ mod tests {
 
     fn document() -> Value {
         let (document, missing) = described(&Limits {
+            upstream: false,
             max_turns: 256,
             max_checked_turns: 32,
             validators: Some(vec!["spam".into(), "toxic".into()]),

@@ -30,7 +30,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/validators", get(crate::status::validators))
         .route("/feedback", post(crate::feedback::feedback))
         .route("/openapi.json", get(openapi))
-        .route("/metrics", get(crate::metrics::metrics))
+        .route("/metrics", get(crate::metrics::metrics));
+    if state.config.upstream.is_some() {
+        router = router.route(
+            "/v1/chat/completions",
+            post(crate::completions::chat_completions),
+        );
+    }
+    let mut router = router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
@@ -214,7 +221,9 @@ impl GuardRequest {
 }
 
 /// The user and assistant turns of `messages`, and each one's position in it.
-fn conversation_turns(messages: &[Value]) -> Result<(Vec<Turn>, Vec<usize>), GuardError> {
+pub(crate) fn conversation_turns(
+    messages: &[Value],
+) -> Result<(Vec<Turn>, Vec<usize>), GuardError> {
     let mut turns = Vec::new();
     let mut positions = Vec::new();
     for (index, message) in messages.iter().enumerate() {
@@ -250,7 +259,7 @@ fn guard_input_error(error: GuardError) -> ApiError {
 }
 
 /// Checks and records one turn.
-async fn check(
+pub(crate) async fn check(
     state: &AppState,
     input: GuardInput,
     user_id: Option<&str>,

@@ -27,6 +27,9 @@ pub struct ServerConfig {
     pub max_checked_turns: usize,
     /// The longest answer `/chat` with `"answer": true` writes, in tokens.
     pub answer_tokens: usize,
+    /// The chat server `/v1/chat/completions` relays to, through the guard; without one that
+    /// endpoint is not served.
+    pub upstream: Option<aegis_upstream::Upstream>,
 }
 
 impl ServerConfig {
@@ -83,6 +86,7 @@ impl Default for ServerConfig {
             max_turns: 256,
             max_checked_turns: 32,
             answer_tokens: aegis_runtime::ANSWER_TOKENS,
+            upstream: None,
         }
     }
 }

@@ -133,6 +133,13 @@ async fn bad_feedback_is_refused_with_json_and_keeps_nothing() {
             "unknown_language",
         ),
         (
+            // Refused with a recorded verdict too, where the language is not read from the body.
+            json!({"validator": "spam", "violates": true, "verdict_id": 9999, "lang": "xx"})
+                .to_string(),
+            422,
+            "unknown_language",
+        ),
+        (
             json!({"validator": "spam", "violates": true, "text": "x".repeat(40_000)}).to_string(),
             422,
             "invalid_example",

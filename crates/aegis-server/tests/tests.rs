@@ -5,6 +5,7 @@
 mod api;
 mod bad_input;
 mod common;
+mod completions;
 mod conversations;
 mod fake;
 mod feedback;
