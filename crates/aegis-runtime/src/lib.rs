@@ -3,6 +3,7 @@
 
 mod answer_gate;
 mod bootstrap;
+mod guarded_stream;
 mod record;
 mod worker;
 
@@ -10,6 +11,7 @@ pub use answer_gate::{answer_gate, Gated, ANSWER_TOKENS};
 pub use bootstrap::{
     BuiltGuard, GuardSetup, HeadsRead, ModelSource, SetupError, DEFAULT_HEADS_READ,
 };
+pub use guarded_stream::{guard_stream, Step, StreamCheck, StreamContext};
 pub use record::{check_and_record, Recorded, Submitter};
 
 pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

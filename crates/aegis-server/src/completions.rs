@@ -11,28 +11,23 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aegis_guard::{GuardInput, Role, Status, Turn, TurnsChecked, Verdict};
-use aegis_runtime::{Checked, WorkerError};
-use aegis_store::{NewVerdict, Source};
-use aegis_upstream::{
-    CheckPoint, Deltas, GrowingAnswer, Release, StreamPolicy, Upstream, UpstreamError,
-};
+use aegis_runtime::{guard_stream, Step, StreamCheck, StreamContext};
+use aegis_store::Source;
+use aegis_upstream::{Release, StreamPolicy, Upstream, UpstreamError};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
-use crate::error::{worker_error, ApiError};
+use crate::error::ApiError;
 use crate::json::ApiJson;
 use crate::routes::{check, conversation_turns};
 use crate::state::AppState;
-
-/// The most checks one streamed answer may run: a check every sentence of a long essay.
-const CHANNEL_DEPTH: usize = 64;
 
 /// The request's own field for the guard; removed before the request goes upstream.
 #[derive(Debug, Default, Deserialize)]
@@ -149,7 +144,7 @@ impl CompletionRequest {
             .ok_or_else(|| ApiError::bad_request("bad_turn", "no turn to check"))
     }
 
-    /// The assistant's answer, so far, in the conversation it answers.
+    /// The assistant's whole answer, in the conversation it answers.
     fn answer(&self, text: &str) -> GuardInput {
         GuardInput {
             context: self.turns.clone().into(),
@@ -184,12 +179,9 @@ pub(crate) async fn chat_completions(
     if question.status == Status::Failed {
         let report = json!({"input": check_report(&question, None)});
         return Ok(if request.stream {
-            let (sender, events) = mpsc::channel(4);
-            // The channel holds them all, so nothing waits.
-            for chunk in chat.refusal(&question.rejection_message, report) {
-                let _ = sender.try_send(chunk);
-            }
-            sse(events)
+            sse(futures_util::stream::iter(
+                chat.refusal(&question.rejection_message, report),
+            ))
         } else {
             Json(chat.whole(&question.rejection_message, "content_filter", report)).into_response()
         });
@@ -201,18 +193,19 @@ pub(crate) async fn chat_completions(
         .stream(&request.forwarded)
         .await
         .map_err(upstream_error)?;
-    let (sender, events) = mpsc::channel(CHANNEL_DEPTH);
-    let timeout = state.config.request_timeout;
-    tokio::spawn(async move {
-        let relay = Relay {
-            state,
-            request,
-            sender,
-            chunks: chat,
-        };
-        relay.run(deltas, timeout).await;
-    });
-    Ok(sse(events))
+    let steps = guard_stream(
+        state.worker.clone(),
+        request.turns.clone(),
+        deltas,
+        request.policy,
+        StreamContext {
+            store: state.store.clone(),
+            source: Source::Http,
+            user_id: request.user.clone(),
+            limit: state.config.request_timeout,
+        },
+    );
+    Ok(sse(chunks_of(steps, chat)))
 }
 
 async fn answer_whole(
@@ -243,17 +236,16 @@ async fn answer_whole(
     Ok(Json(answer).into_response())
 }
 
-fn sse(events: mpsc::Receiver<Value>) -> Response {
-    let stream = futures_util::stream::unfold(events, |mut events| async move {
-        let chunk = events.recv().await?;
-        let event = if chunk.is_null() {
+/// Server-sent events of `chunks`; a null is `[DONE]`.
+fn sse(chunks: impl Stream<Item = Value> + Send + 'static) -> Response {
+    let events = chunks.map(|chunk| {
+        Ok::<_, Infallible>(if chunk.is_null() {
             Event::default().data("[DONE]")
         } else {
             Event::default().data(chunk.to_string())
-        };
-        Some((Ok::<_, Infallible>(event), events))
+        })
     });
-    Sse::new(stream).into_response()
+    Sse::new(events).into_response()
 }
 
 /// A check's result as chunks carry it: the scores, and for a failure the validator, its score
@@ -298,16 +290,10 @@ impl Chunks {
         }
     }
 
-    fn follow(&mut self, upstream: &Value) {
-        if let Some(id) = upstream.get("id").and_then(Value::as_str) {
-            self.id = id.to_string();
-        }
-        if let Some(model) = upstream.get("model").and_then(Value::as_str) {
-            self.model = model.to_string();
-        }
-        if let Some(created) = upstream.get("created").and_then(Value::as_u64) {
-            self.created = created;
-        }
+    fn follow(&mut self, id: Option<String>, model: Option<String>, created: Option<u64>) {
+        self.id = id.unwrap_or_else(|| self.id.clone());
+        self.model = model.unwrap_or_else(|| self.model.clone());
+        self.created = created.unwrap_or(self.created);
     }
 
     fn chunk(&self, delta: Value, finish: Option<&str>, report: Option<Value>) -> Value {
@@ -353,177 +339,56 @@ impl Chunks {
     }
 }
 
-/// One streamed answer, from the upstream through the checks to the client.
-struct Relay {
-    state: Arc<AppState>,
-    request: CompletionRequest,
-    sender: mpsc::Sender<Value>,
-    chunks: Chunks,
+/// OpenAI's chunks for a guarded stream's steps, as they come; `[DONE]` is a null. The steps'
+/// receiver lives in the response body, so a client that leaves drops it, and the relay stops.
+fn chunks_of(steps: mpsc::Receiver<Step>, chat: Chunks) -> impl Stream<Item = Value> + Send {
+    let start = (steps, chat, None::<Verdict>);
+    futures_util::stream::unfold(start, |(mut steps, mut chat, mut last)| async move {
+        let step = steps.recv().await?;
+        let mut out = Vec::new();
+        match step {
+            Step::Named { id, model, created } => chat.follow(id, model, created),
+            Step::Text { text, check } => {
+                let report = check.as_ref().map(stream_report);
+                last = check.map(|c| c.verdict).or(last);
+                out.push(chat.chunk(json!({"content": text}), None, report));
+            }
+            Step::Upstream(chunk) => out.push(chunk),
+            Step::Cut { check, sent_any } => {
+                crate::metrics::record_verdict(&check.verdict);
+                let rejection = &check.verdict.rejection_message;
+                let content = if sent_any {
+                    format!("\n\n{rejection}")
+                } else {
+                    rejection.clone()
+                };
+                out.push(chat.chunk(
+                    json!({"content": content}),
+                    None,
+                    Some(stream_report(&check)),
+                ));
+                out.push(chat.chunk(json!({}), Some("content_filter"), None));
+                out.push(Value::Null);
+            }
+            Step::Finished(finish) => {
+                if let Some(verdict) = &last {
+                    crate::metrics::record_verdict(verdict);
+                }
+                out.push(finish.unwrap_or_else(|| chat.chunk(json!({}), Some("stop"), None)));
+                out.push(Value::Null);
+            }
+            Step::Failed(message) => {
+                out.push(json!({"error": {"code": "stream_failed", "message": message}}));
+                out.push(Value::Null);
+            }
+        }
+        Some((futures_util::stream::iter(out), (steps, chat, last)))
+    })
+    .flatten()
 }
 
-/// How a relay ended, for the log.
-enum Ended {
-    Answered,
-    Cut,
-    ClientLeft,
-    Failed(String),
-}
-
-impl Relay {
-    async fn run(mut self, deltas: Deltas, limit: std::time::Duration) {
-        let sender = self.sender.clone();
-        let ended = match tokio::time::timeout(limit, self.relay(deltas)).await {
-            Ok(ended) => ended,
-            Err(_) => Ended::Failed(format!("the answer took longer than {} s", limit.as_secs())),
-        };
-        match ended {
-            Ended::Answered | Ended::Cut => {}
-            Ended::ClientLeft => {
-                tracing::debug!("a streaming client left; the upstream request was dropped")
-            }
-            Ended::Failed(message) => {
-                tracing::warn!(%message, "a guarded stream failed");
-                let error = json!({"error": {"code": "stream_failed", "message": message}});
-                let _ = sender.send(error).await;
-                let _ = sender.send(Value::Null).await;
-            }
-        }
-    }
-
-    async fn relay(&mut self, mut deltas: Deltas) -> Ended {
-        let mut answer = GrowingAnswer::new(self.request.policy);
-        let mut running: Option<(CheckPoint, JoinHandle<Result<Checked, WorkerError>>)> = None;
-        let mut last: Option<Checked> = None;
-        let mut finish: Option<Value> = None;
-        let mut upstream_done = false;
-        loop {
-            if running.is_none() {
-                if let Some(point) = answer.due(upstream_done) {
-                    let state = self.state.clone();
-                    let input = self.request.answer(&answer.text()[..point.upto]);
-                    running = Some((
-                        point,
-                        tokio::spawn(async move { state.worker.check(input).await }),
-                    ));
-                }
-            }
-            if upstream_done && running.is_none() {
-                break;
-            }
-            tokio::select! {
-                biased;
-                () = self.sender.closed() => {
-                    if let Some((_, check)) = running {
-                        check.abort();
-                    }
-                    return Ended::ClientLeft;
-                }
-                joined = async { running.as_mut().map(|(_, check)| check).expect("guarded").await }, if running.is_some() => {
-                    let Some((point, _)) = running.take() else { continue };
-                    let checked = match joined {
-                        Ok(Ok(checked)) => checked,
-                        Ok(Err(error)) => return Ended::Failed(worker_error(error).message),
-                        Err(join) => return Ended::Failed(format!("a check failed: {join}")),
-                    };
-                    let text = answer.text();
-                    let span = (text[..point.from].chars().count(), text[..point.upto].chars().count());
-                    let report = check_report(&checked.verdict, Some(span));
-                    if checked.verdict.status == Status::Failed {
-                        let sent_any = answer.released() > 0;
-                        self.cut(&checked, report, sent_any).await;
-                        self.record(&answer.text()[..point.upto], &checked).await;
-                        return Ended::Cut;
-                    }
-                    let released = answer.passed(point).to_string();
-                    self.send(self.chunks.chunk(json!({"content": released}), None, Some(report))).await;
-                    last = Some(checked);
-                }
-                next = deltas.next(), if !upstream_done => match next {
-                    None => upstream_done = true,
-                    Some(Err(error)) => return Ended::Failed(error.to_string()),
-                    Some(Ok(chunk)) => {
-                        self.chunks.follow(&chunk);
-                        let delta = chunk.pointer("/choices/0/delta/content").and_then(Value::as_str);
-                        let finished = chunk.pointer("/choices/0/finish_reason").is_some_and(|f| !f.is_null());
-                        if let Some(piece) = delta {
-                            let released = answer.push(piece).to_string();
-                            if !released.is_empty() {
-                                self.send(self.chunks.chunk(json!({"content": released}), None, None)).await;
-                            }
-                        }
-                        if finished {
-                            // Sent after the last check: the answer is not over until it passed.
-                            finish = Some(chunk);
-                        } else if delta.is_none() {
-                            // The role, usage or a field the guard does not read.
-                            self.send(chunk).await;
-                        }
-                    }
-                },
-            }
-        }
-        let finish = finish.map_or_else(
-            || self.chunks.chunk(json!({}), Some("stop"), None),
-            |mut chunk| {
-                if let Some(delta) = chunk.pointer_mut("/choices/0/delta") {
-                    // Its text, if any, was read as a piece above.
-                    delta.as_object_mut().map(|d| d.remove("content"));
-                }
-                chunk
-            },
-        );
-        self.send(finish).await;
-        self.send(Value::Null).await;
-        if let Some(checked) = last {
-            self.record(answer.text(), &checked).await;
-        }
-        Ended::Answered
-    }
-
-    async fn send(&self, chunk: Value) {
-        // A client that left is noticed by the loop's `closed` branch.
-        let _ = self.sender.send(chunk).await;
-    }
-
-    /// Ends the stream with the rejection in place of the rest.
-    async fn cut(&self, checked: &Checked, report: Value, sent_any: bool) {
-        let rejection = &checked.verdict.rejection_message;
-        let content = if sent_any {
-            format!("\n\n{rejection}")
-        } else {
-            rejection.clone()
-        };
-        self.send(
-            self.chunks
-                .chunk(json!({"content": content}), None, Some(report)),
-        )
-        .await;
-        self.send(self.chunks.chunk(json!({}), Some("content_filter"), None))
-            .await;
-        self.send(Value::Null).await;
-    }
-
-    /// The answer's verdict goes to history as the user's did: as far as it was checked, in its
-    /// conversation.
-    async fn record(&self, text: &str, checked: &Checked) {
-        crate::metrics::record_verdict(&checked.verdict);
-        let Some(store) = &self.state.store else {
-            return;
-        };
-        let recorded = store
-            .record(&NewVerdict {
-                text,
-                source: Source::Http,
-                user_id: self.request.user.as_deref(),
-                import: None,
-                verdict: &checked.verdict,
-                templates: &checked.templates,
-            })
-            .await;
-        if let Err(error) = recorded {
-            tracing::error!(%error, "recording a streamed answer's verdict failed");
-        }
-    }
+fn stream_report(check: &StreamCheck) -> Value {
+    check_report(&check.verdict, Some((check.offset, check.checked_chars)))
 }
 
 fn upstream_error(error: UpstreamError) -> ApiError {
