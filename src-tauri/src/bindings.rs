@@ -20,6 +20,7 @@ fn export(out: &Path) {
         crate::error::CommandError::export_all_to(out),
         aegis_app::error::ErrorKind::export_all_to(out),
         aegis_app::http::HttpStatus::export_all_to(out),
+        aegis_app::playground::PlaygroundRequest::export_all_to(out),
         aegis_app::settings::Settings::export_all_to(out),
         aegis_app::templates::TemplateFile::export_all_to(out),
         aegis_import::ImportSummary::export_all_to(out),

@@ -20,6 +20,7 @@ use aegis_app::console::{
 };
 use aegis_app::evaluation::EvalView;
 use aegis_app::http::HttpStatus;
+use aegis_app::playground::PlaygroundRequest;
 use aegis_app::settings::Settings;
 use aegis_app::teach::{AppliedHead, NewValidator, TeachValidator, TrainReport};
 use aegis_app::templates::TemplateFile;
@@ -51,6 +52,17 @@ pub async fn check_conversation(
     checked: TurnsChecked,
 ) -> Answer<Vec<CheckResult>> {
     Ok(console.check_conversation(turns, checked).await?)
+}
+
+/// Talks to the chat upstream through the guard; the answer's steps come as `playground`
+/// events, and this returns when it has ended.
+#[tauri::command]
+pub async fn playground_send(
+    console: Console_<'_>,
+    playground_id: String,
+    request: PlaygroundRequest,
+) -> Answer<()> {
+    Ok(console.playground_send(playground_id, request).await?)
 }
 
 #[tauri::command]

@@ -74,6 +74,7 @@ impl HttpServer {
         let address = listener.local_addr().unwrap_or(address);
         let config = ServerConfig {
             token: Some(http.token.trim().to_string()).filter(|t| !t.is_empty()),
+            upstream: http.upstream()?,
             ..ServerConfig::default()
         };
         let state = Arc::new(AppState::new(worker, Some(store), config));

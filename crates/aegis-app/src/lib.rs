@@ -7,6 +7,7 @@ pub mod console;
 pub mod error;
 pub mod evaluation;
 pub mod http;
+pub mod playground;
 pub mod settings;
 pub mod teach;
 pub mod templates;

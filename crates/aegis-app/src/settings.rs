@@ -49,6 +49,10 @@ pub struct HttpSettings {
     pub port: u16,
     /// Bearer token; required when the host is not loopback.
     pub token: String,
+    /// An OpenAI-compatible chat server (llama.cpp, vLLM, Ollama, a hosted API) the Playground
+    /// talks to through the guard, and the endpoint's `/v1/chat/completions` relays to; empty for
+    /// none. Its key, if it needs one, comes from `AEGIS_UPSTREAM_KEY`, never from this file.
+    pub upstream: String,
 }
 
 impl Default for Settings {
@@ -69,6 +73,20 @@ impl Default for Settings {
     }
 }
 
+impl HttpSettings {
+    /// The chat server to relay to, if one is set; an unusable URL is refused.
+    pub fn upstream(&self) -> Result<Option<aegis_upstream::Upstream>, ConsoleError> {
+        let url = self.upstream.trim();
+        if url.is_empty() {
+            return Ok(None);
+        }
+        let key = std::env::var("AEGIS_UPSTREAM_KEY").ok();
+        aegis_upstream::Upstream::new(url, key)
+            .map(Some)
+            .map_err(|e| ConsoleError::Invalid(format!("chat upstream: {e}")))
+    }
+}
+
 impl Default for HttpSettings {
     fn default() -> Self {
         Self {
@@ -76,6 +94,7 @@ impl Default for HttpSettings {
             host: "127.0.0.1".into(),
             port: 8000,
             token: String::new(),
+            upstream: String::new(),
         }
     }
 }
@@ -120,6 +139,7 @@ impl Settings {
         if self.reviewer.trim().is_empty() {
             return invalid("the reviewer name must not be empty".into());
         }
+        self.http.upstream()?;
         let prompts = self.prompts_dir.trim();
         if !prompts.is_empty() {
             // Refused before it is saved: a typo must not leave the guard without templates.

@@ -4,4 +4,10 @@ export type HttpSettings = { enabled: boolean, host: string, port: number,
 /**
  * Bearer token; required when the host is not loopback.
  */
-token: string, };
+token: string, 
+/**
+ * An OpenAI-compatible chat server (llama.cpp, vLLM, Ollama, a hosted API) the Playground
+ * talks to through the guard, and the endpoint's `/v1/chat/completions` relays to; empty for
+ * none. Its key, if it needs one, comes from `AEGIS_UPSTREAM_KEY`, never from this file.
+ */
+upstream: string, };

@@ -21,6 +21,7 @@ import type { ImportSummary } from "../bindings/ImportSummary";
 import type { Command } from "../bindings/Command";
 import type { ErrorKind } from "../bindings/ErrorKind";
 import type { ModelState } from "../bindings/ModelState";
+import type { PlaygroundRequest } from "../bindings/PlaygroundRequest";
 import type { ReviewQueue } from "../bindings/ReviewQueue";
 import type { Settings } from "../bindings/Settings";
 import type { TemplateFile } from "../bindings/TemplateFile";
@@ -68,6 +69,9 @@ export const api = {
   /** The last turn, or every turn, each in the context of the turns before it. */
   checkConversation: (turns: Turn[], checked: TurnsChecked) =>
     call<CheckResult[]>("check_conversation", { turns, checked }),
+  /** Talks to the chat upstream through the guard; steps come as `playground` events. */
+  playgroundSend: (playgroundId: string, request: PlaygroundRequest) =>
+    call<null>("playground_send", { playgroundId, request }),
   previewFile: (path: string) => call<FilePreview>("preview_file", { path }),
   importFile: (importId: string, path: string, column: string | null) =>
     call<ImportSummary>("import_file", { importId, path, column }),

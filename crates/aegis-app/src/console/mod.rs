@@ -63,6 +63,11 @@ pub enum ConsoleEvent {
         done: usize,
         total: usize,
     },
+    /// What just happened to the Playground's exchange `playground_id`.
+    Playground {
+        playground_id: String,
+        step: crate::playground::PlaygroundStep,
+    },
 }
 
 /// Where the window's events go: Tauri's emitter in the app, a recorder in tests.
@@ -329,7 +334,7 @@ impl Console {
     }
 }
 
-fn check_size(text: &str) -> Result<(), ConsoleError> {
+pub(crate) fn check_size(text: &str) -> Result<(), ConsoleError> {
     if text.len() > MAX_TEXT_BYTES {
         return Err(ConsoleError::Invalid(too_long(text.len())));
     }
