@@ -2,6 +2,7 @@
 # The guarded chat endpoint's cost, side by side: the default model on a real llama.cpp server,
 # asked directly and through `aegis serve --upstream` (release build), by OpenAI's Python client.
 #   scripts/bench-guarded-chat.sh [ROUNDS]      (default 3 rounds of 4 prompts per way)
+# AEGIS_BIN names an aegis binary to use instead of building the release one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
@@ -9,7 +10,11 @@ llama="$(bash scripts/setup-llama-server.sh)"
 python="$(bash scripts/setup-openai-client.sh)"
 model_dir="$(bash scripts/setup-model.sh | tail -1)"
 gguf="$(ls "$model_dir"/*.gguf | head -1)"
-cargo build --release --locked -p aegis-cli >&2
+aegis="${AEGIS_BIN:-}"
+if [ -z "$aegis" ]; then
+  cargo build --release --locked -p aegis-cli >&2
+  aegis=target/release/aegis
+fi
 threads="$(nproc)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 upstream_port="$(free_port)"
@@ -18,7 +23,7 @@ logs="$(mktemp -d)"
 "$llama" --model "$gguf" --host 127.0.0.1 --port "$upstream_port" --ctx-size 8192 --parallel 4 \
   --threads "$threads" --swa-full >"$logs/llama.log" 2>&1 &
 llama_pid=$!
-target/release/aegis serve --port "$guard_port" --no-history \
+"$aegis" serve --port "$guard_port" --no-history \
   --upstream "http://127.0.0.1:$upstream_port" >"$logs/aegis.log" 2>&1 &
 guard_pid=$!
 trap 'kill $llama_pid $guard_pid 2>/dev/null || true; rm -rf "$logs"' EXIT

@@ -206,6 +206,79 @@ test("an evaluation shows metrics, a threshold slider recomputes them, apply wri
   assert.match(template, /\nthreshold: 0\.4\n/);
 });
 
+// Before the template tests below lower a threshold, which would cut a clean answer too.
+/** An OpenAI-compatible chat server that streams a scripted answer a word at a time: clean
+ * sentences, and when the user asks about the neighbour, an insult to the reader after the first. */
+function scriptedUpstream() {
+  const server = http.createServer((request, response) => {
+    let body = "";
+    request.on("data", (piece) => (body += piece));
+    request.on("end", async () => {
+      const asked = JSON.parse(body);
+      const last = asked.messages.at(-1).content;
+      const answer = last.includes("neighbour")
+        ? "The weather is mild today. You are a worthless stupid idiot and everyone hates you, you disgusting pig. Drink some water."
+        : "The weather is mild today. Many people enjoy a walk in the park. Drink some water.";
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta, finish = null) =>
+        `data: ${JSON.stringify({ id: "up", object: "chat.completion.chunk", created: 1, model: "scripted", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      for (const word of answer.split(/(?= )/)) {
+        if (response.destroyed) return;
+        response.write(chunk({ content: word }));
+        await new Promise((r) => setTimeout(r, 15));
+      }
+      response.end(chunk({}, "stop") + "data: [DONE]\n\n");
+    });
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+test("the Playground streams an answer through the guard, shows its checks, and cuts an insult", async () => {
+  const upstream = await scriptedUpstream();
+  try {
+    await go("settings");
+    const field = await d.waitFor('[data-testid="http-upstream"]');
+    await d.clear(field);
+    await d.type(field, `http://127.0.0.1:${upstream.address().port}`);
+    await d.click(await d.find('[data-testid="settings-save"]'));
+    await d.waitFor('[data-testid="settings-notice"]');
+
+    await go("playground");
+    const send = async (message) => {
+      const input = await d.waitFor('[data-testid="playground-input"]');
+      await d.type(input, message);
+      await d.click(await d.find('[data-testid="playground-send"]'));
+    };
+    await send("How is the weather today?");
+    const first = await d.waitFor('[data-testid="playground-exchange-0"] [data-testid="playground-answer"]', {
+      timeout: 60_000,
+      accept: async (id) => (await d.attribute(id, "data-finish")) !== "",
+    });
+    assert.equal(await d.attribute(first, "data-finish"), "stop");
+    assert.match(await d.text(first), /Drink some water/);
+    const passed = await d.execute(
+      "return [...document.querySelectorAll('[data-testid^=playground-check-0-]')].map(r => r.dataset.passed)",
+    );
+    assert.ok(passed.length >= 2, `a check per sentence: ${passed}`);
+    assert.ok(passed.every((p) => p === "true"), `${passed}`);
+
+    await send("And what about my neighbour?");
+    const second = await d.waitFor('[data-testid="playground-exchange-1"] [data-testid="playground-answer"]', {
+      timeout: 60_000,
+      accept: async (id) => (await d.attribute(id, "data-finish")) !== "",
+    });
+    assert.equal(await d.attribute(second, "data-finish"), "content_filter");
+    const shown = await d.text(second);
+    assert.doesNotMatch(shown, /worthless/, "nothing unchecked is shown");
+    assert.doesNotMatch(shown, /Drink some water/, "the rest was cut");
+    const cut = await d.find('[data-testid="playground-exchange-1"] [data-testid="playground-cut"]');
+    assert.ok(Number(await d.attribute(cut, "data-offset")) > 0);
+    await shot("10-playground");
+  } finally {
+    upstream.close();
+  }
+});
+
 test("a saved template changes the very next verdict", async () => {
   const message = "Selamat pagi, bagaimana cara mengganti kata sandi akun saya?";
   const before = await check(message);
@@ -372,76 +445,4 @@ test("the HTTP endpoint turns on and answers /health", async () => {
   await d.waitFor('[data-testid="example-row"]', {
     accept: async () => (await d.execute("return document.querySelectorAll('[data-testid=example-pending]').length")) === 0,
   });
-});
-
-/** An OpenAI-compatible chat server that streams a scripted answer a word at a time: clean
- * sentences, and when the user asks about the neighbour, an insult to the reader after the first. */
-function scriptedUpstream() {
-  const server = http.createServer((request, response) => {
-    let body = "";
-    request.on("data", (piece) => (body += piece));
-    request.on("end", async () => {
-      const asked = JSON.parse(body);
-      const last = asked.messages.at(-1).content;
-      const answer = last.includes("neighbour")
-        ? "The weather is mild today. You are a worthless stupid idiot and everyone hates you, you disgusting pig. Drink some water."
-        : "The weather is mild today. Many people enjoy a walk in the park. Drink some water.";
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      const chunk = (delta, finish = null) =>
-        `data: ${JSON.stringify({ id: "up", object: "chat.completion.chunk", created: 1, model: "scripted", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      for (const word of answer.split(/(?= )/)) {
-        if (response.destroyed) return;
-        response.write(chunk({ content: word }));
-        await new Promise((r) => setTimeout(r, 15));
-      }
-      response.end(chunk({}, "stop") + "data: [DONE]\n\n");
-    });
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
-
-test("the Playground streams an answer through the guard, shows its checks, and cuts an insult", async () => {
-  const upstream = await scriptedUpstream();
-  try {
-    await go("settings");
-    const field = await d.waitFor('[data-testid="http-upstream"]');
-    await d.clear(field);
-    await d.type(field, `http://127.0.0.1:${upstream.address().port}`);
-    await d.click(await d.find('[data-testid="settings-save"]'));
-    await d.waitFor('[data-testid="settings-notice"]');
-
-    await go("playground");
-    const send = async (message) => {
-      const input = await d.waitFor('[data-testid="playground-input"]');
-      await d.type(input, message);
-      await d.click(await d.find('[data-testid="playground-send"]'));
-    };
-    await send("How is the weather today?");
-    const first = await d.waitFor('[data-testid="playground-exchange-0"] [data-testid="playground-answer"]', {
-      timeout: 60_000,
-      accept: async (id) => (await d.attribute(id, "data-finish")) !== "",
-    });
-    assert.equal(await d.attribute(first, "data-finish"), "stop");
-    assert.match(await d.text(first), /drink some water/);
-    const passed = await d.execute(
-      "return [...document.querySelectorAll('[data-testid^=playground-check-0-]')].map(r => r.dataset.passed)",
-    );
-    assert.ok(passed.length >= 2, `a check per sentence: ${passed}`);
-    assert.ok(passed.every((p) => p === "true"), `${passed}`);
-
-    await send("And what about my neighbour?");
-    const second = await d.waitFor('[data-testid="playground-exchange-1"] [data-testid="playground-answer"]', {
-      timeout: 60_000,
-      accept: async (id) => (await d.attribute(id, "data-finish")) !== "",
-    });
-    assert.equal(await d.attribute(second, "data-finish"), "content_filter");
-    const shown = await d.text(second);
-    assert.doesNotMatch(shown, /worthless/, "nothing unchecked is shown");
-    assert.doesNotMatch(shown, /drink some water/, "the rest was cut");
-    const cut = await d.find('[data-testid="playground-exchange-1"] [data-testid="playground-cut"]');
-    assert.ok(Number(await d.attribute(cut, "data-offset")) > 0);
-    await shot("08-playground");
-  } finally {
-    upstream.close();
-  }
 });
