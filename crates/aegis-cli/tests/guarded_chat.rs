@@ -10,25 +10,9 @@ use aegis_remote::testing::LlamaServer;
 
 use crate::serve::Served;
 
-fn openai_python() -> String {
-    if let Some(python) = std::env::var_os("AEGIS_OPENAI_PYTHON") {
-        return python.to_string_lossy().into_owned();
-    }
-    let output = Command::new("bash")
-        .arg(crate::repo_root().join("scripts/setup-openai-client.sh"))
-        .output()
-        .expect("the setup script runs");
-    assert!(
-        output.status.success(),
-        "scripts/setup-openai-client.sh failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
 #[test]
 fn the_openai_client_streams_through_the_guard_and_is_refused_in_each_language() {
-    let python = openai_python();
+    let python = crate::set_up_tool("AEGIS_OPENAI_PYTHON", "scripts/setup-openai-client.sh");
     let upstream = LlamaServer::start();
     let mut served = Served::keeping_history(&["--upstream", &upstream.url]);
     let script = crate::repo_root().join("crates/aegis-cli/tests/fixtures/openai_guarded_chat.py");

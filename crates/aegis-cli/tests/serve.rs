@@ -342,21 +342,7 @@ fn eight_long_answers_at_once_are_bounded_and_stop_when_their_clients_leave() {
 /// stopped at five.
 #[test]
 fn schemathesis_finds_the_description_true_to_the_server() {
-    let schemathesis = std::env::var_os("AEGIS_SCHEMATHESIS").map_or_else(
-        || {
-            let output = Command::new("bash")
-                .arg(crate::repo_root().join("scripts/setup-schemathesis.sh"))
-                .output()
-                .expect("the setup script runs");
-            assert!(
-                output.status.success(),
-                "scripts/setup-schemathesis.sh failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            String::from_utf8_lossy(&output.stdout).trim().to_string()
-        },
-        |path| path.to_string_lossy().into_owned(),
-    );
+    let schemathesis = crate::set_up_tool("AEGIS_SCHEMATHESIS", "scripts/setup-schemathesis.sh");
     let mut served = Served::keeping_history(&["--answer-tokens", "8"]);
     let config = crate::repo_root().join("crates/aegis-cli/tests/fixtures/schemathesis.toml");
     let work = tempfile::tempdir().expect("tempdir");

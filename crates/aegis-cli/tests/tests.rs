@@ -41,6 +41,30 @@ fn fresh_db() -> PathBuf {
         .join(format!("history-{n}.db"))
 }
 
+/// A test tool a setup script installs outside the clone: the path `variable` names (as
+/// `scripts/test.sh` sets it), else what `script` prints on its last line.
+fn set_up_tool(variable: &str, script: &str) -> String {
+    if let Some(path) = std::env::var_os(variable) {
+        return path.to_string_lossy().into_owned();
+    }
+    let output = Command::new("bash")
+        .arg(repo_root().join(script))
+        .output()
+        .expect("the setup script runs");
+    assert!(
+        output.status.success(),
+        "{script} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8_lossy(&output.stdout);
+    printed
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
