@@ -128,9 +128,11 @@ impl Relay {
                 if let Some(point) = answer.due(upstream_done) {
                     let worker = self.worker.clone();
                     let input = self.answer_input(&answer.text()[..point.upto]);
+                    // Once an answer streams, a full queue delays its checks instead of failing
+                    // them; the time limit still bounds the whole answer.
                     running = Some((
                         point,
-                        tokio::spawn(async move { worker.check(input).await }),
+                        tokio::spawn(async move { worker.check_waiting(input, None).await }),
                     ));
                 }
             }

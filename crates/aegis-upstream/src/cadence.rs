@@ -7,6 +7,10 @@ use serde::Deserialize;
 /// Pieces (an upstream's chunks: about a token each) between checks when no sentence ends.
 pub const DEFAULT_CHECK_EVERY: usize = 48;
 
+/// Pieces before the first check even without a sentence's end: with `Release::Checked` the
+/// client sees the answer begin after a few words and one check, not after a whole sentence.
+pub const FIRST_CHECK_AFTER: usize = 8;
+
 /// How a streamed answer reaches the client.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,9 +102,13 @@ impl GrowingAnswer {
         if self.checking.is_some() || from == self.text.len() {
             return None;
         }
-        let due = finished
-            || self.pieces_since_check >= self.policy.check_every
-            || ends_a_sentence(&self.text[from..]);
+        let every = if from == 0 {
+            FIRST_CHECK_AFTER.min(self.policy.check_every)
+        } else {
+            self.policy.check_every
+        };
+        let due =
+            finished || self.pieces_since_check >= every || ends_a_sentence(&self.text[from..]);
         if !due {
             return None;
         }
@@ -211,6 +219,26 @@ mod tests {
         assert_eq!(growing.due(false), None);
         growing.push(" c");
         assert_eq!(growing.due(false), Some(CheckPoint { from: 0, upto: 5 }));
+    }
+
+    #[test]
+    fn the_first_check_comes_after_a_few_pieces() {
+        let mut growing = answer(Release::Checked, 100);
+        for _ in 0..FIRST_CHECK_AFTER - 1 {
+            growing.push(" word");
+            assert_eq!(growing.due(false), None);
+        }
+        growing.push(" word");
+        let first = growing.due(false).expect("the opening is checked early");
+        assert_eq!(growing.passed(first).len(), 5 * FIRST_CHECK_AFTER);
+        for _ in 0..FIRST_CHECK_AFTER {
+            growing.push(" word");
+        }
+        assert_eq!(
+            growing.due(false),
+            None,
+            "later checks wait for a sentence or check_every"
+        );
     }
 
     #[test]
