@@ -29,19 +29,21 @@ ways = {
     "guard, checked": (OpenAI(base_url=guard + "/v1", api_key="x", max_retries=0), "checked"),
     "guard, immediate": (OpenAI(base_url=guard + "/v1", api_key="x", max_retries=0), "immediate"),
 }
-figures = {name: {"first": [], "rate": [], "checks": [], "cut": 0} for name in ways}
+figures = {name: {"first": [], "rate": [], "checks": [], "check_ms": [], "cut": 0} for name in ways}
 
 
 def one(client, release, prompt):
     extra = {"aegis": {"release": release}} if release else {}
     started = time.perf_counter()
-    first, pieces, checks, finish = None, 0, 0, None
+    first, pieces, checks, finish, check_ms = None, 0, 0, None, []
     for chunk in client.chat.completions.create(
         model="default", messages=[{"role": "user", "content": prompt}], stream=True,
         max_tokens=TOKENS, temperature=0, extra_body=extra,
     ):
-        if (chunk.model_extra or {}).get("aegis"):
+        report = (chunk.model_extra or {}).get("aegis")
+        if report:
             checks += 1
+            check_ms.append(report.get("latency_ms", 0))
         if not chunk.choices:
             continue
         choice = chunk.choices[0]
@@ -50,7 +52,7 @@ def one(client, release, prompt):
                 first = time.perf_counter() - started
             pieces += 1
         finish = choice.finish_reason or finish
-    return first, time.perf_counter() - started, checks, pieces, finish
+    return first, time.perf_counter() - started, checks, pieces, finish, check_ms
 
 
 # Tokens are counted on the direct answers (one chunk a token): at temperature 0 the upstream writes
@@ -59,21 +61,23 @@ tokens = {}
 for _ in range(rounds):
     for prompt in PROMPTS:
         for name, (client, release) in ways.items():
-            first, total, checks, pieces, finish = one(client, release, prompt)
+            first, total, checks, pieces, finish, check_ms = one(client, release, prompt)
             if name == "direct":
                 tokens[prompt] = pieces
             figure = figures[name]
             figure["first"].append(first or total)
             figure["rate"].append(tokens[prompt] / total)
             figure["checks"].append(checks)
+            figure["check_ms"].extend(check_ms)
             figure["cut"] += finish == "content_filter"
 
 direct_rate = statistics.median(figures["direct"]["rate"])
-print(f"| way | first token, median | tokens per second, median | vs direct | checks per answer | answers cut |")
-print("|---|---|---|---|---|---|")
+print("| way | first token, median | tokens per second, median | vs direct | checks per answer | a check of the answer, median | answers cut |")
+print("|---|---|---|---|---|---|---|")
 for name, figure in figures.items():
     rate = statistics.median(figure["rate"])
     print(
         f"| {name} | {statistics.median(figure['first']) * 1000:.0f} ms | {rate:.1f} "
-        f"| {rate / direct_rate:.2f} | {statistics.mean(figure['checks']):.1f} | {figure['cut']} |"
+        f"| {rate / direct_rate:.2f} | {statistics.mean(figure['checks']):.1f} "
+        f"| {statistics.median(figure['check_ms']) if figure['check_ms'] else 0:.0f} ms | {figure['cut']} |"
     )

@@ -256,7 +256,11 @@ fn check_report(verdict: &Verdict, span: Option<(usize, usize)>) -> Value {
         .iter()
         .map(|r| (r.key.clone(), json!(r.score)))
         .collect();
-    let mut report = json!({"status": verdict.status.as_str(), "scores": scores});
+    let mut report = json!({
+        "status": verdict.status.as_str(),
+        "scores": scores,
+        "latency_ms": verdict.latency_ms,
+    });
     if let Some(failed) = verdict.results.iter().find(|r| !r.passed) {
         report["validator"] = json!(failed.key);
         report["score"] = json!(failed.score);
