@@ -2,7 +2,9 @@
 # The guarded chat endpoint's cost, side by side: the default model on a real llama.cpp server,
 # asked directly and through `aegis serve --upstream` (release build), by OpenAI's Python client.
 #   scripts/bench-guarded-chat.sh [ROUNDS]      (default 3 rounds of 4 prompts per way)
-# AEGIS_BIN names an aegis binary to use instead of building the release one.
+# AEGIS_BIN names an aegis binary to use instead of building the release one. UPSTREAM_THREADS
+# (default: every core) gives llama.cpp fewer threads; with RAYON_NUM_THREADS for the guard, the
+# two can be kept on separate cores, as a guard beside a GPU server would be.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
@@ -15,7 +17,7 @@ if [ -z "$aegis" ]; then
   cargo build --release --locked -p aegis-cli >&2
   aegis=target/release/aegis
 fi
-threads="$(nproc)"
+threads="${UPSTREAM_THREADS:-$(nproc)}"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 upstream_port="$(free_port)"
 guard_port="$(free_port)"
@@ -34,5 +36,5 @@ for _ in $(seq 600); do
   fi
   sleep 0.5
 done
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $threads threads for llama.cpp; the guard shares them"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; llama.cpp $threads threads, the guard ${RAYON_NUM_THREADS:-all}"
 "$python" scripts/bench_guarded_chat.py "http://127.0.0.1:$upstream_port" "http://127.0.0.1:$guard_port" "$rounds"
