@@ -190,6 +190,16 @@ impl GuardInput {
         &self.turn.content
     }
 
+    /// The assistant's answer `text` to `conversation` (the user's turn last), read in it: how
+    /// the answer gate and a streamed answer's checks read what a model wrote.
+    pub fn answer(conversation: Vec<Turn>, text: impl Into<String>) -> Self {
+        Self {
+            index: conversation.len(),
+            context: conversation.into(),
+            turn: Turn::assistant(text),
+        }
+    }
+
     /// The inputs `checked` asks for in `turns`. The whole conversation is validated first, so a
     /// bad turn anywhere is refused by its position before anything is computed.
     pub fn from_conversation(turns: &[Turn], checked: TurnsChecked) -> Result<Vec<Self>> {

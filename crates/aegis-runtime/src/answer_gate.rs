@@ -73,13 +73,7 @@ pub async fn answer_gate(
     }
     let written = worker.answer(turns.clone(), answer_tokens).await?;
     let answer = written.trim().to_string();
-    let index = turns.len();
-    let answer_turn = GuardInput {
-        context: turns.into(),
-        turn: Turn::assistant(answer.clone()),
-        index,
-    };
-    let verdict = check(answer_turn).await?;
+    let verdict = check(GuardInput::answer(turns, answer.clone())).await?;
     Ok(Gated {
         question,
         answer: Some((answer, verdict)),

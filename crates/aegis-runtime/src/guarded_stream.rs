@@ -127,7 +127,8 @@ impl Relay {
             if running.is_none() {
                 if let Some(point) = answer.due(upstream_done) {
                     let worker = self.worker.clone();
-                    let input = self.answer_input(&answer.text()[..point.upto]);
+                    let input =
+                        GuardInput::answer(self.conversation.clone(), &answer.text()[..point.upto]);
                     // Once an answer streams, a full queue delays its checks instead of failing
                     // them; the time limit still bounds the whole answer.
                     running = Some((
@@ -205,14 +206,6 @@ impl Relay {
             self.record(answer.text(), &checked).await;
         }
         Ok(())
-    }
-
-    fn answer_input(&self, text: &str) -> GuardInput {
-        GuardInput {
-            context: self.conversation.clone().into(),
-            turn: Turn::assistant(text),
-            index: self.conversation.len(),
-        }
     }
 
     async fn send(&self, step: Step) {

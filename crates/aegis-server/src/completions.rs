@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::json::ApiJson;
-use crate::routes::{check, conversation_turns};
+use crate::routes::{check, conversation_turns, guard_input_error, too_many_turns};
 use crate::state::AppState;
 
 /// The request's own field for the guard; removed before the request goes upstream.
@@ -99,17 +99,12 @@ impl CompletionRequest {
                 )
             })?;
         if messages.len() > max_turns {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_many_turns",
-                format!(
-                    "messages holds {} turns; this server takes at most {max_turns}",
-                    messages.len()
-                ),
-            ));
+            return Err(too_many_turns(format!(
+                "messages holds {} turns; this server takes at most {max_turns}",
+                messages.len()
+            )));
         }
-        let (turns, _) = conversation_turns(messages)
-            .map_err(|e| ApiError::bad_request("bad_turn", e.to_string()))?;
+        let (turns, _) = conversation_turns(messages).map_err(guard_input_error)?;
         if turns.last().is_none_or(|t| t.role != Role::User) {
             return Err(ApiError::bad_request(
                 "bad_turn",
@@ -138,19 +133,10 @@ impl CompletionRequest {
     /// The user's turn, in the turns before it.
     fn question(&self) -> Result<GuardInput, ApiError> {
         let mut inputs = GuardInput::from_conversation(&self.turns, TurnsChecked::Last)
-            .map_err(|e| ApiError::bad_request("bad_turn", e.to_string()))?;
+            .map_err(guard_input_error)?;
         inputs
             .pop()
             .ok_or_else(|| ApiError::bad_request("bad_turn", "no turn to check"))
-    }
-
-    /// The assistant's whole answer, in the conversation it answers.
-    fn answer(&self, text: &str) -> GuardInput {
-        GuardInput {
-            context: self.turns.clone().into(),
-            turn: Turn::assistant(text),
-            index: self.turns.len(),
-        }
     }
 }
 
@@ -225,7 +211,12 @@ async fn answer_whole(
         .to_string();
     let mut report = json!({"input": check_report(question, None)});
     if !content.trim().is_empty() {
-        let verdict = check(state, request.answer(&content), request.user.as_deref()).await?;
+        let verdict = check(
+            state,
+            GuardInput::answer(request.turns.clone(), content.as_str()),
+            request.user.as_deref(),
+        )
+        .await?;
         report["output"] = check_report(&verdict, None);
         if verdict.status == Status::Failed {
             answer["choices"][0]["message"]["content"] = json!(verdict.rejection_message);

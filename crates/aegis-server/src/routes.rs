@@ -250,11 +250,11 @@ pub(crate) fn conversation_turns(
     Ok((turns, positions))
 }
 
-fn too_many_turns(message: String) -> ApiError {
+pub(crate) fn too_many_turns(message: String) -> ApiError {
     ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_many_turns", message)
 }
 
-fn guard_input_error(error: GuardError) -> ApiError {
+pub(crate) fn guard_input_error(error: GuardError) -> ApiError {
     ApiError::bad_request("bad_turn", error.to_string())
 }
 
