@@ -38,6 +38,7 @@ fn export(out: &Path) {
         aegis_app::teach::NewValidator::export_all_to(out),
         aegis_store::StoredExample::export_all_to(out),
         aegis_store::HeadVersion::export_all_to(out),
+        aegis_app::teach::Suggestion::export_all_to(out),
     ];
     for result in all {
         result.expect("export a TypeScript binding");

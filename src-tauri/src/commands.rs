@@ -22,7 +22,7 @@ use aegis_app::evaluation::EvalView;
 use aegis_app::http::HttpStatus;
 use aegis_app::playground::PlaygroundRequest;
 use aegis_app::settings::Settings;
-use aegis_app::teach::{AppliedHead, NewValidator, TeachValidator, TrainReport};
+use aegis_app::teach::{AppliedHead, NewValidator, Suggestion, TeachValidator, TrainReport};
 use aegis_app::templates::TemplateFile;
 
 type Console_<'a> = State<'a, Arc<Console>>;
@@ -315,6 +315,17 @@ pub async fn train_head(
     validator: String,
 ) -> Answer<TrainReport> {
     Ok(console.train(train_id, validator).await?)
+}
+
+/// The messages to label next for a validator, from history, the benign pool and `files`.
+#[tauri::command]
+pub async fn suggest_examples(
+    console: Console_<'_>,
+    validator: String,
+    files: Vec<PathBuf>,
+    wanted: usize,
+) -> Answer<Vec<Suggestion>> {
+    Ok(console.suggest_examples(validator, files, wanted).await?)
 }
 
 #[tauri::command]

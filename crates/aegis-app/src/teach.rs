@@ -9,6 +9,8 @@ use std::sync::Arc;
 use aegis_guard::{FeatureCache, LabelledMessage, Language};
 use aegis_heads::Head;
 use aegis_store::{ExampleOrigin, HeadVersion, NewExample, StoredExample};
+/// A message to label next, as the Teach view's queue shows it.
+pub use aegis_teach::Suggestion;
 use aegis_teach::{FitRequest, HeadFlip, Progress, TeachFigures};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,9 @@ use crate::templates;
 
 /// Positive examples a new validator needs before it can be created.
 pub const MIN_NEW_POSITIVES: usize = 20;
+/// The most messages one request for suggestions returns: a batch an author labels before
+/// training again.
+pub const MAX_SUGGESTIONS: usize = 100;
 /// Rows of the latest evaluation run whose verdicts a new head's flips are looked for in.
 const EVAL_ROWS_FOR_FLIPS: usize = 2_000;
 
@@ -332,6 +337,68 @@ impl Console {
             figures: taught.figures,
             flips: taught.flips,
         })
+    }
+
+    /// The messages to label next for `validator`, scored by its trained head when one waits to
+    /// be applied (the doubts the next labels settle are that head's), else its live head. The
+    /// pool is history, the benign messages among the training files (for a new validator they
+    /// are negatives no one chose, where its false positives hide) and the author's `files`.
+    pub async fn suggest_examples(
+        &self,
+        validator: String,
+        files: Vec<PathBuf>,
+        wanted: usize,
+    ) -> Result<Vec<Suggestion>, ConsoleError> {
+        self.known_validator(&validator)?;
+        let guard = self.loaded_guard()?;
+        let dir = self.prompts_dir()?;
+        let mut pool = Vec::new();
+        for path in &files {
+            let file = aegis_import::MessageFile::read(path, None)?;
+            pool.extend(file.texts_from());
+        }
+        let benign: Vec<PathBuf> = aegis_teach::training_files(&dir)
+            .training
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("benign"))
+            })
+            .collect();
+        pool.extend(
+            aegis_teach::read_messages(&benign, &[])?
+                .into_iter()
+                .map(|m| (m.text, "benign pool".to_string())),
+        );
+        let (pool, labelled) =
+            aegis_teach::suggestion_pool(self.store(), &dir, &validator, pool, true).await?;
+        if pool.is_empty() {
+            return Err(ConsoleError::Invalid(
+                "no messages to choose from: point at a file of messages, or check some first"
+                    .into(),
+            ));
+        }
+        let trained = lock(&self.trained).get(&validator).cloned();
+        let suggested = tokio::task::spawn_blocking(move || {
+            let cache = FeatureCache::new(feature_cache_dir());
+            let report = |_: &str, _: usize, _: usize| {};
+            let progress = Progress {
+                report: &report,
+                cancel: &AtomicBool::new(false),
+            };
+            let request = aegis_teach::SuggestRequest {
+                key: &validator,
+                pool,
+                labelled,
+                cache: Some(&cache),
+                wanted: wanted.clamp(1, MAX_SUGGESTIONS),
+                head: trained.as_ref(),
+            };
+            aegis_teach::suggest(&guard, request, &progress)
+        })
+        .await
+        .map_err(|e| ConsoleError::Invalid(e.to_string()))??;
+        Ok(suggested)
     }
 
     /// Texts never trained on whose verdicts a new head may change: the benign check beside the

@@ -375,41 +375,16 @@ fn suggest(
 ) -> Result<ExitStatus> {
     let mut pool: Vec<(String, String)> = Vec::new();
     for path in from {
-        let file = aegis_import::MessageFile::read(path, None)?;
-        pool.extend(
-            file.rows
-                .iter()
-                .filter_map(|row| row.text().ok())
-                .map(|text| (text.to_string(), file.file_name.clone())),
-        );
+        pool.extend(aegis_import::MessageFile::read(path, None)?.texts_from());
     }
     let prompts = guard_args.prompts_dir()?;
-    let labelled_in_history = with_store(db, |store| async move {
-        if from.is_empty() {
-            let recent = store
-                .list(&aegis_store::HistoryFilter::default(), None, 10_000)
-                .await?;
-            pool.extend(recent.rows.into_iter().map(|r| (r.text, "history".into())));
-        }
-        let taught = store.examples(Some(key)).await?;
-        Ok((pool, taught))
+    let with_history = from.is_empty();
+    let (pool, labelled) = with_store(db, |store| async move {
+        Ok(aegis_teach::suggestion_pool(&store, &prompts, key, pool, with_history).await?)
     })?;
-    let (pool, taught) = labelled_in_history;
     anyhow::ensure!(
         !pool.is_empty(),
         "no messages to choose from: give --from FILE, or check some messages first"
-    );
-    // Whatever is labelled for it already, taught or in the training files, is not asked again.
-    let files = aegis_teach::training_files(&prompts);
-    let mut labelled: std::collections::HashSet<String> = taught
-        .into_iter()
-        .map(|e| e.text.trim().to_string())
-        .collect();
-    labelled.extend(
-        aegis_teach::read_messages(&files.training, &[])?
-            .into_iter()
-            .filter(|m| m.label(key).is_some())
-            .map(|m| m.text.trim().to_string()),
     );
     let guard = guard_args.load(db)?;
     let cache = aegis_guard::FeatureCache::new(crate::train::default_feature_cache());
@@ -427,6 +402,7 @@ fn suggest(
             labelled,
             cache: Some(&cache),
             wanted,
+            head: None,
         },
         &progress,
     )?;

@@ -479,4 +479,50 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
         !taught.contains("may have learned the topic"),
         "near misses that score near the promotions silence it: {taught}"
     );
+
+    // Applied, the head says which of the pool to label next: never one labelled already.
+    let out = aegis(&[
+        "train",
+        "gambling_promotion",
+        "--examples",
+        "--db",
+        db,
+        "--prompts",
+        prompts,
+        "--data",
+        data.to_str().expect("path"),
+        "--layers",
+        "embedding",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pool = gambling.join("pool.jsonl");
+    let out = examples(
+        db,
+        &[
+            "suggest",
+            "gambling_promotion",
+            "--from",
+            pool.to_str().expect("path"),
+            "-n",
+            "6",
+            "--json",
+            "--prompts",
+            prompts,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let suggested: Vec<serde_json::Value> =
+        serde_json::from_slice(&out.stdout).expect("suggestions as JSON");
+    assert_eq!(suggested.len(), 6, "{suggested:?}");
+    let taught_texts = std::fs::read_to_string(&file).expect("near misses");
+    for s in &suggested {
+        let text = s["text"].as_str().expect("text");
+        assert!(!taught_texts.contains(text), "{text} is labelled already");
+        assert_eq!(s["from"], "pool.jsonl");
+        let score = s["score"].as_f64().expect("score");
+        assert!((0.0..=1.0).contains(&score), "{s}");
+        assert!(s["fails"].is_boolean(), "{s}");
+    }
+    assert_eq!(suggested[0]["reason"], "unsure");
+    assert_eq!(suggested[1]["reason"], "highest_unlabelled");
 }

@@ -63,6 +63,14 @@ impl MessageFile {
             rows,
         })
     }
+
+    /// Each usable row's text with the file's name: the shape a pool of candidates takes.
+    pub fn texts_from(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.rows
+            .iter()
+            .filter_map(|row| row.text().ok())
+            .map(|text| (text.to_string(), self.file_name.clone()))
+    }
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {

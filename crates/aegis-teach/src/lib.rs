@@ -21,7 +21,9 @@ pub use near_miss::{
     higher_threshold, is_taught, near_miss_threshold, topic_warning, MIN_NEAR_MISSES,
     NEAR_MISS_BUDGET, NEAR_SHARE, THRESHOLD_FLOOR,
 };
-pub use suggest::{suggest, SuggestRequest, Suggestion, SuggestionReason};
+pub use suggest::{
+    suggest, suggestion_pool, SuggestRequest, Suggestion, SuggestionReason, HISTORY_POOL,
+};
 
 /// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for

@@ -5,12 +5,18 @@
 //! live), as Prodigy's `textcat.teach` and Argilla's loops choose them.
 
 use std::collections::HashSet;
+use std::path::Path;
 
 use aegis_guard::{FeatureCache, Guard};
+use aegis_heads::Head;
+use aegis_store::{HistoryFilter, Store};
 use serde::Serialize;
 
 use crate::error::{Result, TeachError};
 use crate::fit::{read_features, score, validator_slot, Progress};
+
+/// Messages of history a pool draws from when it draws from history: the latest.
+pub const HISTORY_POOL: u32 = 10_000;
 
 /// A message to label next, with the score that chose it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -19,8 +25,10 @@ pub struct Suggestion {
     pub text: String,
     /// Where it came from: a file name, "history", ...
     pub from: String,
-    /// The current head's P(violation).
+    /// The scoring head's P(violation).
     pub score: f64,
+    /// Whether the head fails it at its threshold now.
+    pub fails: bool,
     pub reason: SuggestionReason,
 }
 
@@ -44,11 +52,48 @@ pub struct SuggestRequest<'a> {
     pub cache: Option<&'a FeatureCache>,
     /// How many to suggest.
     pub wanted: usize,
+    /// The head that scores them: one trained and not yet applied, whose doubts are the ones
+    /// the next labels should settle; `None` is the validator's live head.
+    pub head: Option<&'a Head>,
 }
 
-/// The `wanted` messages of the pool to label next, scored by the validator's current head: half
-/// the least sure (nearest its template's threshold, or 0.5 when that threshold is degenerate),
-/// half the highest-scoring, alternating.
+/// The messages `key` could be taught next and the texts already labelled for it. The pool is
+/// `pool` (each text with where it came from), with the latest [`HISTORY_POOL`] messages of
+/// history added when `with_history`; labelled are its taught examples and the rows of the
+/// training files beside the heads that carry its label. Nothing is drawn from `-holdout` files,
+/// which measure what the author teaches.
+pub async fn suggestion_pool(
+    store: &Store,
+    prompts: &Path,
+    key: &str,
+    mut pool: Vec<(String, String)>,
+    with_history: bool,
+) -> Result<(Vec<(String, String)>, HashSet<String>)> {
+    if with_history {
+        let recent = store
+            .list(&HistoryFilter::default(), None, HISTORY_POOL)
+            .await?;
+        pool.extend(recent.rows.into_iter().map(|r| (r.text, "history".into())));
+    }
+    let mut labelled: HashSet<String> = store
+        .examples(Some(key))
+        .await?
+        .into_iter()
+        .map(|e| e.text.trim().to_string())
+        .collect();
+    let files = crate::training_files(prompts);
+    labelled.extend(
+        crate::read_messages(&files.training, &[])?
+            .into_iter()
+            .filter(|m| m.label(key).is_some())
+            .map(|m| m.text.trim().to_string()),
+    );
+    Ok((pool, labelled))
+}
+
+/// The `wanted` messages of the pool to label next, scored by the request's head (the live one
+/// by default): half the least sure (nearest its threshold, or 0.5 when that threshold is
+/// degenerate), half the highest-scoring, alternating.
 pub fn suggest(
     guard: &Guard,
     request: SuggestRequest,
@@ -56,15 +101,23 @@ pub fn suggest(
 ) -> Result<Vec<Suggestion>> {
     let key = request.key;
     let slot = validator_slot(guard, key)?;
-    let Some(head) = &guard.heads()[slot] else {
-        return Err(TeachError::Invalid(format!(
-            "{key} has no head yet: train and apply one, then ask which messages to label next"
-        )));
+    let template_threshold = f64::from(guard.validators()[slot].threshold);
+    let (head, threshold) = match (request.head, &guard.heads()[slot]) {
+        // A trained head carries the threshold it was tuned to, which Apply writes.
+        (Some(trained), _) => (
+            trained,
+            trained.training.threshold.unwrap_or(template_threshold),
+        ),
+        (None, Some(live)) => (live, template_threshold),
+        (None, None) => {
+            return Err(TeachError::Invalid(format!(
+                "{key} has no head yet: train one, then ask which messages to label next"
+            )))
+        }
     };
     // A threshold below the floor is the sign of a head that learned only the topic (see
     // `topic_warning`): it says nothing about the policy, so doubt is measured where the head
     // itself is undecided.
-    let threshold = f64::from(guard.validators()[slot].threshold);
     let boundary = if threshold < crate::THRESHOLD_FLOOR {
         0.5
     } else {
@@ -95,16 +148,22 @@ pub fn suggest(
         .zip(features)
         .filter_map(|((text, from), f)| Some((text, from, score(head, &f?, &layers)?)))
         .collect();
-    Ok(choose(scored, boundary, request.wanted))
+    Ok(choose(scored, boundary, threshold, request.wanted))
 }
 
-/// Alternates the least sure (nearest `threshold`) and the highest-scoring, never one twice.
-fn choose(scored: Vec<(String, String, f64)>, threshold: f64, wanted: usize) -> Vec<Suggestion> {
+/// Alternates the least sure (nearest `boundary`) and the highest-scoring, never one twice; each
+/// says whether it fails at `threshold`, the line the head decides at.
+fn choose(
+    scored: Vec<(String, String, f64)>,
+    boundary: f64,
+    threshold: f64,
+    wanted: usize,
+) -> Vec<Suggestion> {
     let mut by_doubt: Vec<usize> = (0..scored.len()).collect();
     by_doubt.sort_by(|&a, &b| {
-        (scored[a].2 - threshold)
+        (scored[a].2 - boundary)
             .abs()
-            .total_cmp(&(scored[b].2 - threshold).abs())
+            .total_cmp(&(scored[b].2 - boundary).abs())
     });
     let mut by_score: Vec<usize> = (0..scored.len()).collect();
     by_score.sort_by(|&a, &b| scored[b].2.total_cmp(&scored[a].2));
@@ -138,6 +197,7 @@ fn choose(scored: Vec<(String, String, f64)>, threshold: f64, wanted: usize) -> 
             text: text.clone(),
             from: from.clone(),
             score: *score,
+            fails: *score >= threshold,
             reason,
         });
     }
@@ -158,7 +218,7 @@ mod tests {
 
     #[test]
     fn alternates_the_least_sure_and_the_highest_scoring() {
-        let chosen = choose(scored(&[0.01, 0.48, 0.99, 0.6, 0.3, 0.95]), 0.5, 4);
+        let chosen = choose(scored(&[0.01, 0.48, 0.99, 0.6, 0.3, 0.95]), 0.5, 0.5, 4);
         let picked: Vec<(&str, SuggestionReason)> =
             chosen.iter().map(|s| (s.text.as_str(), s.reason)).collect();
         assert_eq!(
@@ -173,11 +233,20 @@ mod tests {
     }
 
     #[test]
+    fn says_which_fail_at_the_threshold_not_the_boundary_of_doubt() {
+        // A topic-only head's threshold (0.02) is below the floor: doubt is read at 0.5, but
+        // what fails is what the head would fail.
+        let chosen = choose(scored(&[0.5, 0.01, 0.03]), 0.5, 0.02, 3);
+        let fails: Vec<(&str, bool)> = chosen.iter().map(|s| (s.text.as_str(), s.fails)).collect();
+        assert_eq!(fails, [("m0", true), ("m2", true), ("m1", false)]);
+    }
+
+    #[test]
     fn never_suggests_one_message_twice_or_more_than_there_are() {
-        let chosen = choose(scored(&[0.5, 0.9, 0.1]), 0.5, 10);
+        let chosen = choose(scored(&[0.5, 0.9, 0.1]), 0.5, 0.5, 10);
         let mut texts: Vec<&str> = chosen.iter().map(|s| s.text.as_str()).collect();
         texts.sort_unstable();
         assert_eq!(texts, ["m0", "m1", "m2"]);
-        assert!(choose(Vec::new(), 0.5, 3).is_empty());
+        assert!(choose(Vec::new(), 0.5, 0.5, 3).is_empty());
     }
 }

@@ -32,6 +32,7 @@ import type { AppliedHead } from "../bindings/AppliedHead";
 import type { HeadVersion } from "../bindings/HeadVersion";
 import type { NewValidator } from "../bindings/NewValidator";
 import type { StoredExample } from "../bindings/StoredExample";
+import type { Suggestion } from "../bindings/Suggestion";
 import type { TeachValidator } from "../bindings/TeachValidator";
 import type { TrainReport } from "../bindings/TrainReport";
 import type { Turn } from "../bindings/Turn";
@@ -118,6 +119,10 @@ export const api = {
   createValidator: (validator: NewValidator) => call<string>("create_validator", { validator }),
   /** Trains a head; progress arrives as `train` events, `cancelRun(trainId)` stops it. */
   trainHead: (trainId: string, validator: string) => call<TrainReport>("train_head", { trainId, validator }),
+  /** The messages to label next: history, the benign pool and `files`, scored by the trained
+   * head waiting to be applied, else the live one. */
+  suggestExamples: (validator: string, files: string[], wanted: number) =>
+    call<Suggestion[]>("suggest_examples", { validator, files, wanted }),
   applyHead: (validator: string) => call<AppliedHead>("apply_head", { validator }),
   headVersions: (validator: string) => call<HeadVersion[]>("head_versions", { validator }),
   revertHead: (version: number) => call<AppliedHead>("revert_head", { version }),
