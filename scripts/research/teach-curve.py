@@ -14,6 +14,10 @@ share of prompt_guard/heads/benign-real-holdout.jsonl the validator flags.
 
     cargo build --release -p aegis-cli
     scripts/research/teach-curve.py [--aegis target/release/aegis] [--conditions positives,random,active]
+        [--held-apart docs/examples/gambling/held-apart-2.jsonl]
+
+held-apart.jsonl was read by session 23's conditions and one rejected variant; held-apart-2.jsonl
+was written before any later candidate was tried, and is the default.
 """
 import argparse
 import collections
@@ -29,6 +33,7 @@ from pathlib import Path
 KEY = "gambling_promotion"
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs/examples/gambling"
+HELD_APART = EXAMPLES / "held-apart-2.jsonl"
 SHIPPED = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign", "benign-real"]
 
 
@@ -86,8 +91,8 @@ class Run:
         return [verdicts.get(i + 1, False) for i in range(len(rows(path)))]
 
     def measure(self, condition):
-        held = rows(EXAMPLES / "held-apart.jsonl")
-        failed = self.failed(EXAMPLES / "held-apart.jsonl")
+        held = rows(HELD_APART)
+        failed = self.failed(HELD_APART)
         by = collections.defaultdict(lambda: [0, 0, 0, 0])  # caught, positives, flagged, near misses
         for row, f in zip(held, failed):
             cell = by[row["lang"]]
@@ -110,7 +115,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aegis", default=str(ROOT / "target/release/aegis"))
     parser.add_argument("--conditions", default="positives,random,active")
+    parser.add_argument("--held-apart", default=str(EXAMPLES / "held-apart-2.jsonl"))
     args = parser.parse_args()
+    global HELD_APART
+    HELD_APART = Path(args.held_apart)
     positives = rows(EXAMPLES / "positives.jsonl")
     pool = rows(EXAMPLES / "pool.jsonl")
     gold = {row["text"]: row for row in pool}

@@ -324,10 +324,14 @@ test("a validator taught from examples decides by its head, learns a mark, and r
   await d.click(await d.find('[data-testid="new-create"]'));
   await d.waitFor(`[data-testid="teach-${key}"]`, { timeout: 30_000, accept: attr("data-scored-by", "prompt") });
 
+  const tooFew = [];
   const trainAndApply = async (shotName) => {
     await d.click(await d.waitFor('[data-testid="train"]'));
     const report = await d.waitFor('[data-testid="train-report"]', { timeout: 300_000 });
     const auc = Number(await d.attribute(report, "data-auc"));
+    // The author's own examples come first; positives alone are too few to measure on.
+    const yours = await d.find('[data-testid="on-your-examples"]');
+    tooFew.push((await d.attribute(yours, "data-too-few")) === "true");
     if (shotName) await shot(shotName);
     await d.click(await d.find('[data-testid="apply"]'));
     await d.waitFor('[data-testid="teach-notice"]', { accept: async (id) => (await d.text(id)).startsWith("Applied") });
@@ -336,6 +340,7 @@ test("a validator taught from examples decides by its head, learns a mark, and r
   };
   const auc = await trainAndApply("09-teach");
   assert.ok(auc > 0.8, `held-out ROC AUC ${auc}`);
+  assert.deepEqual(tooFew, [true], "violating examples alone say nothing about the policy's line");
 
   const request = await check("Hey, read me the code we just sent to your number so we can finish the upgrade.");
   const decided = request.find((r) => r.key === key);

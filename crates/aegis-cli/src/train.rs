@@ -273,9 +273,12 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         } else {
             None
         };
-        if let Some(warning) =
-            aegis_teach::topic_warning(&trained.chosen.out_of_fold, &trained.labels, threshold)
-        {
+        if let Some(warning) = aegis_teach::topic_warning(
+            &trained.chosen.out_of_fold,
+            &trained.labels,
+            threshold,
+            aegis_teach::taught_near_misses(key, &usable),
+        ) {
             eprintln!("warning: {key}: {warning}");
         }
         // The head keeps the threshold tuned with it (three decimals, as templates write them).
@@ -289,6 +292,9 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         });
         if let Some(threshold) = threshold {
             print_sources(&trained, threshold);
+            if args.examples {
+                print_author_figures(key, &usable, &trained, threshold);
+            }
         }
         if args.dry_run {
             continue;
@@ -591,5 +597,28 @@ fn print_report(t: &ValidatorTraining) {
         t.head.training.alpha,
         chosen.folds,
         chosen.validation.describe()
+    );
+}
+
+/// The head on the author's own examples, out of fold: the figure to trust for a taught policy.
+fn print_author_figures(
+    key: &str,
+    usable: &[aegis_guard::LabelledMessage],
+    trained: &ValidatorTraining,
+    threshold: f64,
+) {
+    let figures = aegis_teach::author_figures(key, usable, &trained.chosen.out_of_fold, threshold);
+    if let Some(why) = &figures.too_few {
+        eprintln!("{key}: on your examples: {why}");
+        return;
+    }
+    let percent = |share: Option<f64>| share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
+    eprintln!(
+        "{key}: on your examples ({} violating, {} passing, out of fold): ROC AUC {}, caught {}, passing ones flagged {}",
+        figures.violating,
+        figures.passing,
+        figures.roc_auc.map_or("-".into(), |a| format!("{a:.3}")),
+        percent(figures.recall),
+        percent(figures.passing_flagged),
     );
 }

@@ -42,6 +42,7 @@ pub use template::{
 };
 pub use training::{
     train_validator, LabelledMessage, LayerSearch, ScoringQuality, ValidatorTraining,
+    TAUGHT_ID_PREFIX,
 };
 
 #[cfg(test)]

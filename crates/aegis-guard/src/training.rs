@@ -34,7 +34,17 @@ pub struct LabelledMessage {
     pub kind: Option<String>,
 }
 
+/// The id prefix of rows that are a prompt author's taught examples (`example:ID`).
+pub const TAUGHT_ID_PREFIX: &str = "example:";
+
 impl LabelledMessage {
+    /// Whether the row is one an author taught (rather than a row of the shipped data).
+    pub fn is_taught(&self) -> bool {
+        self.id
+            .as_deref()
+            .is_some_and(|id| id.starts_with(TAUGHT_ID_PREFIX))
+    }
+
     pub fn language(&self) -> String {
         self.lang
             .clone()
@@ -172,6 +182,7 @@ pub fn train_validator(
                 label: *label,
                 language: language.clone(),
                 group: m.source_group(),
+                taught: m.is_taught(),
             })
             .collect()
     };

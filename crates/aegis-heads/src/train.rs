@@ -25,6 +25,10 @@ pub struct Example {
     /// Where the row came from (its source, or for authored rows their kind): validation by
     /// source keeps a group's rows on one side of every split.
     pub group: String,
+    /// A row a prompt author labelled for this validator, as opposed to a row of the shipped
+    /// data: in the larger class it weighs as much as a row of the smaller one (see
+    /// [`row_weights`]).
+    pub taught: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +105,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
         });
     }
     let x = feature_matrix(examples)?;
+    let taught: Vec<bool> = examples.iter().map(|e| e.taught).collect();
     let groups: Vec<&str> = examples.iter().map(|e| e.group.as_str()).collect();
     let (validation, fold_of, folds, fallback) = match options.validation {
         Validation::RandomFolds => (
@@ -127,7 +132,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     let mut alphas = options.alphas.clone();
     alphas.sort_by(|a, b| b.total_cmp(a));
     let mut best: Option<(f64, f64, Array1<f64>)> = None;
-    let split = FoldSplit::new(&x, &labels, &fold_of, folds)?;
+    let split = FoldSplit::new(&x, &labels, &taught, &fold_of, folds)?;
     let mut starts: Vec<Option<FoldFit>> = vec![None; folds];
     let mut worse_in_a_row = 0;
     for &alpha in &alphas {
@@ -157,7 +162,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
         .collect();
 
     drop(split);
-    let model = Standardised::new(&x, &labels)?.fit(alpha, None)?;
+    let model = Standardised::new(&x, &labels, &taught)?.fit(alpha, None)?;
     // Fold standardisation and calibration into one linear map on raw features.
     let weights: Vec<f32> = model
         .weights
@@ -183,7 +188,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     let random_folds = if validation == Validation::BySource {
         let random_fold_of = stratified_folds(&labels, options.folds.max(2));
         let folds = options.folds.max(2);
-        let split = FoldSplit::new(&x, &labels, &random_fold_of, folds)?;
+        let split = FoldSplit::new(&x, &labels, &taught, &random_fold_of, folds)?;
         let (random, _) = split.out_of_fold_decisions(alpha, &vec![None; folds])?;
         let scores: Vec<f64> = random.iter().map(|d| sigmoid(slope * d + offset)).collect();
         Some(report(&scores))
@@ -276,13 +281,21 @@ struct Fold {
 }
 
 impl FoldSplit {
-    fn new(x: &Array2<f64>, labels: &[bool], fold_of: &[usize], folds: usize) -> Result<Self> {
+    fn new(
+        x: &Array2<f64>,
+        labels: &[bool],
+        taught: &[bool],
+        fold_of: &[usize],
+        folds: usize,
+    ) -> Result<Self> {
         let folds = (0..folds)
             .map(|fold| {
                 let (train, held_out): (Vec<usize>, Vec<usize>) =
                     (0..labels.len()).partition(|&i| fold_of[i] != fold);
                 let train_labels: Vec<bool> = train.iter().map(|&i| labels[i]).collect();
-                let train = Standardised::new(&x.select(Axis(0), &train), &train_labels)?;
+                let train_taught: Vec<bool> = train.iter().map(|&i| taught[i]).collect();
+                let train =
+                    Standardised::new(&x.select(Axis(0), &train), &train_labels, &train_taught)?;
                 Ok(Fold {
                     held_out_x: x.select(Axis(0), &held_out),
                     held_out,
@@ -340,9 +353,8 @@ impl FoldSplit {
     }
 }
 
-/// Rows standardised on their own mean and spread, with the weights that balance the classes (as
-/// if the smaller class's rows were repeated in order, cyclically, up to the larger class's
-/// count).
+/// Rows standardised on their own mean and spread, with the weights the fit gives them
+/// ([`row_weights`]).
 struct Standardised {
     mean: Array1<f64>,
     scale: Array1<f64>,
@@ -352,7 +364,7 @@ struct Standardised {
 }
 
 impl Standardised {
-    fn new(x: &Array2<f64>, labels: &[bool]) -> Result<Self> {
+    fn new(x: &Array2<f64>, labels: &[bool], taught: &[bool]) -> Result<Self> {
         let mean = x
             .mean_axis(Axis(0))
             .ok_or_else(|| HeadError::Fit("no rows".into()))?;
@@ -365,7 +377,7 @@ impl Standardised {
             scale,
             design,
             labels: labels.to_vec(),
-            row_weights: balancing_weights(labels),
+            row_weights: row_weights(labels, taught),
         })
     }
 
@@ -385,6 +397,49 @@ impl Standardised {
             intercept,
         })
     }
+}
+
+/// Each row's weight in the fit. The classes are balanced ([`balancing_weights`]). A row an
+/// author taught weighs, in either class, as much as a row of the smaller class: a validator
+/// taught a new policy has a few dozen taught positives against thousands of shipped negatives
+/// that never mention its topic, and the near misses its author labels (on the topic, not
+/// breaking the policy) would count one in thousands and teach the head nothing, however well
+/// chosen. The smaller class is then scaled so the classes still weigh the same. With nothing
+/// taught (the shipped heads) the weights are exactly the balancing ones.
+fn row_weights(labels: &[bool], taught: &[bool]) -> Vec<f64> {
+    let mut weights = balancing_weights(labels);
+    let positives = labels.iter().filter(|&&l| l).count();
+    let negatives = labels.len() - positives;
+    if !taught.iter().any(|&t| t) || positives == 0 || negatives == 0 {
+        return weights;
+    }
+    let minority_label = positives < negatives;
+    let (minority, majority) = if minority_label {
+        (positives, negatives)
+    } else {
+        (negatives, positives)
+    };
+    let ratio = majority as f64 / minority as f64;
+    for ((weight, &label), &was_taught) in weights.iter_mut().zip(labels).zip(taught) {
+        if was_taught && label != minority_label {
+            *weight = ratio;
+        }
+    }
+    let total = |of: bool| -> f64 {
+        weights
+            .iter()
+            .zip(labels)
+            .filter(|(_, &l)| l == of)
+            .map(|(w, _)| w)
+            .sum()
+    };
+    let scale = total(!minority_label) / total(minority_label);
+    for (weight, &label) in weights.iter_mut().zip(labels) {
+        if label == minority_label {
+            *weight *= scale;
+        }
+    }
+    weights
 }
 
 /// Each row's weight when the smaller class's rows are repeated in order, cyclically, until the
@@ -456,6 +511,7 @@ mod tests {
                     label,
                     language: if i % 2 == 0 { "id" } else { "en" }.into(),
                     group: format!("source-{}", i % 7),
+                    taught: false,
                 }
             })
             .collect()
@@ -543,6 +599,23 @@ mod tests {
         assert_eq!(
             balancing_weights(&labels),
             vec![1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+        );
+    }
+
+    #[test]
+    fn a_taught_row_of_the_larger_class_weighs_as_a_row_of_the_smaller() {
+        let labels = [true, false, false, true, false, false, false, false];
+        // Nothing taught: the balancing weights, bit for bit.
+        assert_eq!(
+            row_weights(&labels, &[false; 8]),
+            balancing_weights(&labels)
+        );
+        // One taught negative weighs 3 (6 / 2), like a positive; the positives grow so the
+        // classes still weigh the same: negatives 5 + 3 = 8, positives 2 x 4.
+        let taught = [true, false, true, false, false, false, false, false];
+        assert_eq!(
+            row_weights(&labels, &taught),
+            vec![4.0, 1.0, 3.0, 4.0, 1.0, 1.0, 1.0, 1.0]
         );
     }
 

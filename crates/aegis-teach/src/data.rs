@@ -5,7 +5,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use aegis_guard::LabelledMessage;
+use aegis_guard::{LabelledMessage, TAUGHT_ID_PREFIX};
 use aegis_store::StoredExample;
 
 use crate::error::{Result, TeachError};
@@ -80,9 +80,6 @@ pub fn read_messages(
     }
     Ok(messages)
 }
-
-/// The id prefix of rows that are taught examples (`example:ID`).
-pub const TAUGHT_ID_PREFIX: &str = "example:";
 
 /// Taught examples as labelled rows: each labels its own validator only. Its origin and language
 /// are its group in validation by source, so a head taught in two languages is measured on each

@@ -56,6 +56,9 @@ pub struct TaughtHead {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TeachFigures {
     pub validator: String,
+    /// The main figure: the head on the examples the author labelled, out of fold.
+    pub on_your_examples: crate::AuthorFigures,
+    /// The rest are on every training row, the shipped data's included, beside it.
     pub rows: usize,
     pub positives: usize,
     /// Of them, the validator's taught examples.
@@ -190,7 +193,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
     let taught_still_wrong = usable
         .iter()
         .zip(&features)
-        .filter(|(m, _)| crate::is_taught(m))
+        .filter(|(m, _)| m.is_taught())
         .filter(|(m, f)| {
             let score = score(&trained.head, f, &layers).unwrap_or(0.0);
             Some(score >= decide_at) != m.label(key)
@@ -222,6 +225,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
     };
     let figures = TeachFigures {
         validator: key.to_string(),
+        on_your_examples: crate::author_figures(key, &usable, &chosen.out_of_fold, decide_at),
         rows: chosen.cv.rows,
         positives: chosen.cv.positives,
         taught: taught_count,
@@ -248,7 +252,12 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         benign_rows: choice.as_ref().map_or(0, |c| c.benign_rows),
         near_miss_threshold: near_miss,
         taught_still_wrong,
-        topic_warning: crate::topic_warning(&chosen.out_of_fold, &trained.labels, threshold),
+        topic_warning: crate::topic_warning(
+            &chosen.out_of_fold,
+            &trained.labels,
+            threshold,
+            crate::taught_near_misses(key, &usable),
+        ),
         alpha: trained.head.training.alpha,
         layers: trained.head.features.label(),
         encoded,

@@ -4,6 +4,7 @@
 //! and `aegis train` / `aegis heads` share it.
 
 mod adapter;
+mod author_figures;
 mod data;
 mod error;
 mod fit;
@@ -12,13 +13,14 @@ mod suggest;
 mod versions;
 
 pub use adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
+pub use author_figures::{author_figures, AuthorFigures, MIN_TO_MEASURE};
 pub use data::{
     keep_positives, negatives_for_new_validator, read_messages, taught_rows, training_files,
     TrainingFiles,
 };
 pub use error::{Result, TeachError};
 pub use near_miss::{
-    higher_threshold, is_taught, near_miss_threshold, topic_warning, MIN_NEAR_MISSES,
+    higher_threshold, near_miss_threshold, taught_near_misses, topic_warning, MIN_NEAR_MISSES,
     NEAR_MISS_BUDGET, NEAR_SHARE, THRESHOLD_FLOOR,
 };
 pub use suggest::{

@@ -23,14 +23,6 @@ pub const NEAR_MISS_BUDGET: f64 = 0.1;
 /// Fewer taught near misses than this say too little to move the threshold.
 pub const MIN_NEAR_MISSES: usize = 5;
 
-/// Whether a training row is one the author taught (rather than a row of the shipped data).
-pub fn is_taught(message: &LabelledMessage) -> bool {
-    message
-        .id
-        .as_deref()
-        .is_some_and(|id| id.starts_with(crate::data::TAUGHT_ID_PREFIX))
-}
-
 /// The lowest threshold (three decimals, as templates write them) at which at most
 /// [`NEAR_MISS_BUDGET`] of the validator's taught passing examples fail, by their out-of-fold
 /// scores. `messages` are the rows training read, in order; `out_of_fold` scores the ones
@@ -44,7 +36,7 @@ pub fn near_miss_threshold(
         .iter()
         .filter(|m| m.label(key).is_some())
         .zip(out_of_fold)
-        .filter(|(m, _)| m.label(key) == Some(false) && is_taught(m))
+        .filter(|(m, _)| m.label(key) == Some(false) && m.is_taught())
         .map(|(_, &score)| score)
         .collect();
     if near_misses.len() < MIN_NEAR_MISSES {
@@ -66,10 +58,27 @@ pub fn higher_threshold(budget: Option<f64>, near_miss: Option<f64>) -> Option<f
     }
 }
 
+/// The passing examples an author taught `key` among `messages`: its near misses.
+pub fn taught_near_misses(key: &str, messages: &[LabelledMessage]) -> usize {
+    messages
+        .iter()
+        .filter(|m| m.label(key) == Some(false) && m.is_taught())
+        .count()
+}
+
 /// Why the head may have learned the topic rather than the policy, or `None` when passing
 /// examples come near the violating ones. `scores` are out-of-fold P(violation), `labels`
-/// whether each row violates, `threshold` the one the benign budget chose.
-pub fn topic_warning(scores: &[f64], labels: &[bool], threshold: Option<f64>) -> Option<String> {
+/// whether each row violates, `threshold` the one the benign budget chose, `near_misses` how many
+/// passing examples the author taught. Once the author has taught [`MIN_NEAR_MISSES`] of them,
+/// passing examples scoring far below the violating ones is the head having learned them (their
+/// weight is an author's label's, see `aegis_heads::train`), not a sign that none come near; the
+/// threshold's floor still holds.
+pub fn topic_warning(
+    scores: &[f64],
+    labels: &[bool],
+    threshold: Option<f64>,
+    near_misses: usize,
+) -> Option<String> {
     let mut violating: Vec<f64> = scores
         .iter()
         .zip(labels)
@@ -87,7 +96,7 @@ pub fn topic_warning(scores: &[f64], labels: &[bool], threshold: Option<f64>) ->
         .filter(|(_, &violates)| !violates)
         .map(|(&s, _)| s)
         .fold(0.0_f64, f64::max);
-    let none_near = nearest_passing < NEAR_SHARE * median;
+    let none_near = near_misses < MIN_NEAR_MISSES && nearest_passing < NEAR_SHARE * median;
     let low_threshold = threshold.filter(|&t| t < THRESHOLD_FLOOR);
     let why = match (none_near, low_threshold) {
         (true, _) => format!(
@@ -151,20 +160,25 @@ mod tests {
         // Violating rows score high, passing rows never come near: the topic was learned.
         let scores = [0.9, 0.8, 0.95, 0.02, 0.01, 0.05];
         let labels = [true, true, true, false, false, false];
-        let warning = topic_warning(&scores, &labels, Some(0.03)).expect("a warning");
+        let warning = topic_warning(&scores, &labels, Some(0.03), 0).expect("a warning");
         assert!(warning.contains("nearest scores 0.050"), "{warning}");
+        // Taught near misses the head now scores low are learned, not missing.
+        assert_eq!(
+            topic_warning(&scores, &labels, Some(0.3), MIN_NEAR_MISSES),
+            None
+        );
     }
 
     #[test]
     fn near_misses_that_score_close_silence_it() {
         let scores = [0.9, 0.8, 0.95, 0.6, 0.01, 0.05];
         let labels = [true, true, true, false, false, false];
-        assert_eq!(topic_warning(&scores, &labels, Some(0.7)), None);
+        assert_eq!(topic_warning(&scores, &labels, Some(0.7), 0), None);
         // Close passing rows, but the budget still drove the threshold to almost nothing.
-        let low = topic_warning(&scores, &labels, Some(0.01)).expect("a warning");
+        let low = topic_warning(&scores, &labels, Some(0.01), 0).expect("a warning");
         assert!(low.contains("its threshold is only 0.010"), "{low}");
         assert_eq!(
-            topic_warning(&[0.1], &[false], None),
+            topic_warning(&[0.1], &[false], None, 0),
             None,
             "no positives: nothing to say"
         );
