@@ -438,8 +438,8 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
         );
         assert!(out.status.success(), "{}", stderr(&out));
     };
-    let train = || {
-        let out = aegis(&[
+    let train_with = |flags: &[&str]| {
+        let mut args = vec![
             "train",
             "gambling_promotion",
             "--examples",
@@ -451,12 +451,13 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
             data.to_str().expect("path"),
             "--layers",
             "embedding",
-            "--tune-thresholds",
-            "--dry-run",
-        ]);
+        ];
+        args.extend_from_slice(flags);
+        let out = aegis(&args);
         assert!(out.status.success(), "{}", stderr(&out));
         stderr(&out)
     };
+    let train = || train_with(&["--tune-thresholds", "--dry-run"]);
     import(&gambling.join("positives.jsonl"));
     let alone = train();
     assert!(
@@ -481,20 +482,7 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
     );
 
     // Applied, the head says which of the pool to label next: never one labelled already.
-    let out = aegis(&[
-        "train",
-        "gambling_promotion",
-        "--examples",
-        "--db",
-        db,
-        "--prompts",
-        prompts,
-        "--data",
-        data.to_str().expect("path"),
-        "--layers",
-        "embedding",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    train_with(&[]);
     let pool = gambling.join("pool.jsonl");
     let out = examples(
         db,

@@ -24,12 +24,12 @@ describe("review session", () => {
     s.move(-1);
     expect(s.cursor).toBe(0);
     s.move(1);
-    s.decided(100, "agree");
+    s.decided({ reviewId: 100, decision: "agree" });
     expect(s.items.map((r) => r.verdict_id)).toEqual([1, 3]);
     expect(s.current?.verdict_id).toBe(3);
-    s.decided(101, "overturn");
+    s.decided({ reviewId: 101, decision: "overturn" });
     expect(s.current?.verdict_id).toBe(1);
-    expect(s.lastDecided()?.reviewId).toBe(101);
+    expect(s.lastDecided()?.record.reviewId).toBe(101);
     s.undone();
     expect(s.items.map((r) => r.verdict_id)).toEqual([1, 3]);
     expect(s.current?.verdict_id).toBe(3);

@@ -1,6 +1,7 @@
 // The review queue's keyboard session: where the cursor is, what was decided, and undo.
 import type { Decision } from "../bindings/Decision";
 import type { HistoryRow } from "../bindings/HistoryRow";
+import { DecisionQueue } from "./queue";
 
 export type ReviewAction =
   | { type: "move"; by: number }
@@ -28,52 +29,11 @@ export function actionFor(key: string): ReviewAction | null {
   }
 }
 
-export interface Decided {
-  item: HistoryRow;
-  index: number;
+/** What the store recorded for a reviewed item. */
+export interface ReviewRecord {
   reviewId: number;
   decision: Decision;
 }
 
 /** Items still to review; decided ones leave the list and come back on undo. */
-export class ReviewSession {
-  items: HistoryRow[];
-  cursor = 0;
-  done: Decided[] = [];
-
-  constructor(items: HistoryRow[]) {
-    this.items = [...items];
-  }
-
-  get current(): HistoryRow | undefined {
-    return this.items[this.cursor];
-  }
-
-  move(by: number): void {
-    if (this.items.length === 0) return;
-    this.cursor = Math.min(this.items.length - 1, Math.max(0, this.cursor + by));
-  }
-
-  /** Records a decision the store accepted; the cursor stays on the next item. */
-  decided(reviewId: number, decision: Decision): void {
-    const item = this.current;
-    if (!item) return;
-    this.done.push({ item, index: this.cursor, reviewId, decision });
-    this.items.splice(this.cursor, 1);
-    this.cursor = Math.min(this.cursor, Math.max(0, this.items.length - 1));
-  }
-
-  /** The last decision to take back, if any. */
-  lastDecided(): Decided | undefined {
-    return this.done[this.done.length - 1];
-  }
-
-  /** Puts the last decided item back where it was, after the store removed its review. */
-  undone(): void {
-    const last = this.done.pop();
-    if (!last) return;
-    const at = Math.min(last.index, this.items.length);
-    this.items.splice(at, 0, last.item);
-    this.cursor = at;
-  }
-}
+export class ReviewSession extends DecisionQueue<HistoryRow, ReviewRecord> {}

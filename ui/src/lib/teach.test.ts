@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LabelQueue, positivesOf, queueActionFor, versionFigures } from "./teach";
+import { DecisionQueue } from "./queue";
+import { positivesOf, queueActionFor, taughtIn, versionFigures, type QueueRecord } from "./teach";
 
 describe("teach helpers", () => {
   it("keeps each pasted example once, without blank lines", () => {
@@ -18,29 +19,13 @@ describe("teach helpers", () => {
     expect(queueActionFor("r")).toEqual({ type: "retrain" });
     expect(queueActionFor("a")).toBeNull();
   });
-  it("labels leave the queue, skips teach nothing, undo puts the last back where it was", () => {
-    const queue = new LabelQueue(["a", "b", "c"]);
-    queue.move(1);
-    queue.labelled("pass", 7);
-    expect(queue.items).toEqual(["a", "c"]);
-    expect(queue.current).toBe("c");
-    queue.labelled("skip", null);
-    expect(queue.current).toBe("a");
-    expect(queue.taught).toBe(1);
-    expect(queue.undo()?.item).toBe("c");
-    const undone = queue.undo();
-    expect(undone).toMatchObject({ item: "b", label: "pass", exampleId: 7 });
-    expect(queue.items).toEqual(["a", "b", "c"]);
-    expect(queue.current).toBe("b");
-    expect(queue.undo()).toBeUndefined();
-    queue.move(-5);
-    expect(queue.cursor).toBe(0);
-  });
-  it("an empty queue has nothing current and moving it does nothing", () => {
-    const queue = new LabelQueue<string>([]);
-    queue.move(1);
-    queue.labelled("fail", 1);
-    expect(queue.current).toBeUndefined();
-    expect(queue.done).toEqual([]);
+  it("counts the labels that taught, not the skips", () => {
+    const queue = new DecisionQueue<string, QueueRecord>(["a", "b", "c"]);
+    queue.decided({ label: "pass", exampleId: 7 });
+    queue.decided({ label: "skip", exampleId: null });
+    queue.decided({ label: "fail", exampleId: 8 });
+    expect(taughtIn(queue.done)).toBe(2);
+    expect(queue.undone()?.record).toEqual({ label: "fail", exampleId: 8 });
+    expect(taughtIn(queue.done)).toBe(1);
   });
 });

@@ -50,55 +50,13 @@ export function queueActionFor(key: string): QueueAction | null {
   }
 }
 
-export interface QueueDecision<T> {
-  item: T;
-  index: number;
+/** What a label in the queue became: the example, or nothing for a skip. */
+export interface QueueRecord {
   label: QueueLabel;
-  /** The example the label became; null for a skip. */
   exampleId: number | null;
 }
 
-/** Suggestions still to label; labelled ones leave the list and come back on undo. */
-export class LabelQueue<T> {
-  items: T[];
-  cursor = 0;
-  done: QueueDecision<T>[] = [];
-
-  constructor(items: T[]) {
-    this.items = [...items];
-  }
-
-  get current(): T | undefined {
-    return this.items[this.cursor];
-  }
-
-  move(by: number): void {
-    if (this.items.length === 0) return;
-    this.cursor = Math.min(this.items.length - 1, Math.max(0, this.cursor + by));
-  }
-
-  /** Records a label the console accepted; the cursor stays on the next item. */
-  labelled(label: QueueLabel, exampleId: number | null): void {
-    const item = this.current;
-    if (item === undefined) return;
-    this.done.push({ item, index: this.cursor, label, exampleId });
-    this.items.splice(this.cursor, 1);
-    this.cursor = Math.min(this.cursor, Math.max(0, this.items.length - 1));
-  }
-
-  /** Puts the last labelled item back where it was and returns it (its example is the caller's
-   * to remove). */
-  undo(): QueueDecision<T> | undefined {
-    const last = this.done.pop();
-    if (!last) return undefined;
-    const at = Math.min(last.index, this.items.length);
-    this.items.splice(at, 0, last.item);
-    this.cursor = at;
-    return last;
-  }
-
-  /** Labels that became examples (skips do not teach). */
-  get taught(): number {
-    return this.done.filter((d) => d.label !== "skip").length;
-  }
+/** Labels that became examples (skips do not teach). */
+export function taughtIn(done: { record: QueueRecord }[]): number {
+  return done.filter((d) => d.record.label !== "skip").length;
 }
