@@ -12,6 +12,7 @@ mod serve;
 mod teach;
 mod train;
 mod train_data;
+mod train_report;
 
 use clap::{Parser, Subcommand};
 

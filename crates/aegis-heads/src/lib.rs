@@ -12,6 +12,7 @@ mod head;
 mod metrics;
 mod solver;
 mod train;
+mod weights;
 
 pub use error::{HeadError, Result};
 pub use head::{

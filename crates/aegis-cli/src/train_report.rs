@@ -1,0 +1,167 @@
+//! What `aegis train` reports on stderr for each validator it trains: every candidate's
+//! held-out figures, what each source's rows score at the threshold, and the head on the author's
+//! own examples.
+
+use aegis_guard::ValidatorTraining;
+use aegis_heads::{candidate_label, CvMetrics, Validation};
+
+/// Per source (group), what the out-of-fold scores flag at `threshold`: recall on its positives,
+/// the share of its negatives flagged. Under validation by source each group was scored by a
+/// head that never saw it, so this says which kinds of traffic the head does not carry over to.
+pub(crate) fn print_sources(t: &ValidatorTraining, threshold: f64) {
+    // group -> (positives, caught, negatives, flagged)
+    let mut groups: std::collections::BTreeMap<&str, (usize, usize, usize, usize)> =
+        Default::default();
+    for ((group, &label), &score) in t.groups.iter().zip(&t.labels).zip(&t.chosen.out_of_fold) {
+        let entry = groups.entry(group.as_str()).or_default();
+        let flagged = usize::from(score >= threshold);
+        if label {
+            entry.0 += 1;
+            entry.1 += flagged;
+        } else {
+            entry.2 += 1;
+            entry.3 += flagged;
+        }
+    }
+    println!(
+        "{}: per source at threshold {threshold:.3} ({} scores)",
+        t.key,
+        t.chosen.validation.describe()
+    );
+    println!(
+        "  {:<58} {:>5} {:>7} {:>5} {:>8}",
+        "source", "pos", "recall", "neg", "flagged"
+    );
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3}", part as f64 / whole as f64)
+        }
+    };
+    for (group, (positives, caught, negatives, flagged)) in groups {
+        let name: String = group.chars().take(58).collect();
+        println!(
+            "  {name:<58} {positives:>5} {:>7} {negatives:>5} {:>8}",
+            share(caught, positives),
+            share(flagged, negatives)
+        );
+    }
+}
+
+fn auc(m: Option<&CvMetrics>) -> String {
+    m.and_then(|m| m.roc_auc)
+        .map_or_else(|| "-".to_string(), |a| format!("{a:.3}"))
+}
+
+/// Per validator: every candidate's cross-validated ROC AUC, then the chosen head's metrics per
+/// language: held-out sources first (what new traffic will see), random folds beside, and the
+/// prompt's own AUC (when prompt scores were computed).
+pub(crate) fn print_report(t: &ValidatorTraining) {
+    let chosen = &t.chosen;
+    let tried: Vec<String> = t
+        .tried
+        .iter()
+        .map(|(layers, trained)| {
+            let random = trained
+                .random_folds
+                .as_ref()
+                .map(|r| format!(" (random {})", auc(Some(&r.cv))))
+                .unwrap_or_default();
+            format!(
+                "{} {}{random}",
+                candidate_label(layers),
+                auc(Some(&trained.cv))
+            )
+        })
+        .collect();
+    // One candidate is not screened: the table below is its figure.
+    if !tried.is_empty() {
+        println!(
+            "{}: layer candidates (ROC AUC, {}, at the screening strength): {}",
+            t.key,
+            chosen.validation.describe(),
+            tried.join(", ")
+        );
+    }
+    if let Some(why) = &chosen.fallback {
+        println!("{}: cannot hold out sources ({why}); random folds", t.key);
+    }
+    let (first, second) = match chosen.validation {
+        Validation::BySource => ("sources", "random"),
+        Validation::RandomFolds => ("random", ""),
+    };
+    println!(
+        "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>7}  {:>5} {:>5} {:>5}",
+        "validator", "lang", "rows", "pos", first, second, "prompt", "P", "R", "F1"
+    );
+    let all = "all".to_string();
+    for language in std::iter::once(&all).chain(chosen.cv_by_language.keys()) {
+        let pick = |overall: &CvMetrics, by: &std::collections::BTreeMap<String, CvMetrics>| {
+            if language == "all" {
+                Some(overall.clone())
+            } else {
+                by.get(language).cloned()
+            }
+        };
+        let prompt = t
+            .prompt
+            .as_ref()
+            .and_then(|p| pick(&p.overall, &p.by_language));
+        let random = chosen
+            .random_folds
+            .as_ref()
+            .and_then(|r| pick(&r.cv, &r.cv_by_language));
+        let Some(head) = pick(&chosen.cv, &chosen.cv_by_language) else {
+            continue;
+        };
+        println!(
+            "{:<18} {:<4} {:>5} {:>5}  {:>7}  {:>7}  {:>7}  {:>5.2} {:>5.2} {:>5.2}",
+            t.key,
+            language,
+            head.rows,
+            head.positives,
+            auc(Some(&head)),
+            if random.is_some() {
+                auc(random.as_ref())
+            } else {
+                String::new()
+            },
+            auc(prompt.as_ref()),
+            head.precision,
+            head.recall,
+            head.f1
+        );
+    }
+    println!(
+        "{:<18} layers {}, alpha {} (head ROC AUC out of fold, {} folds: {}; P/R/F1 at 0.5)",
+        t.key,
+        t.head.features.label(),
+        t.head.training.alpha,
+        chosen.folds,
+        chosen.validation.describe()
+    );
+}
+
+/// The head on the author's own examples, out of fold: the figure to trust for a taught policy.
+pub(crate) fn print_author_figures(
+    key: &str,
+    usable: &[aegis_guard::LabelledMessage],
+    trained: &ValidatorTraining,
+    threshold: f64,
+) {
+    let figures = aegis_teach::author_figures(key, usable, &trained.chosen.out_of_fold, threshold);
+    if let Some(why) = &figures.too_few {
+        eprintln!("{key}: on your examples: {why}");
+        return;
+    }
+    let percent = |share: Option<f64>| share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
+    eprintln!(
+        "{key}: on your examples ({} violating, {} passing, out of fold): ROC AUC {}, caught {}, passing ones flagged {}",
+        figures.violating,
+        figures.passing,
+        figures.roc_auc.map_or("-".into(), |a| format!("{a:.3}")),
+        percent(figures.recall),
+        percent(figures.passing_flagged),
+    );
+}
