@@ -34,6 +34,7 @@ KEY = "gambling_promotion"
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs/examples/gambling"
 HELD_APART = EXAMPLES / "held-apart-2.jsonl"
+VERBOSE = False
 SHIPPED = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign", "benign-real"]
 
 
@@ -70,9 +71,13 @@ class Run:
     def train(self):
         data = [arg for name in SHIPPED
                 for arg in ("--data", str(self.prompts / "heads" / f"{name}.jsonl"))]
-        self.call("train", KEY, "--examples", "--prompts", str(self.prompts), *data,
+        out = self.call("train", KEY, "--examples", "--prompts", str(self.prompts), *data,
                   "--layers", "embedding", "--tune-thresholds", "--benign-budget", "0.01")
         self.warned = f"warning: {KEY}: The head may have learned the topic" in self.stderr
+        if VERBOSE:
+            for line in (out + self.stderr).splitlines():
+                if KEY in line and any(w in line for w in ("threshold", "warning", "examples")):
+                    print("  " + line, flush=True)
 
     def suggest(self, n):
         out = self.call("examples", "suggest", KEY, "--from", str(EXAMPLES / "pool.jsonl"),
@@ -116,8 +121,11 @@ def main():
     parser.add_argument("--aegis", default=str(ROOT / "target/release/aegis"))
     parser.add_argument("--conditions", default="positives,random,active")
     parser.add_argument("--held-apart", default=str(EXAMPLES / "held-apart-2.jsonl"))
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the train's lines on the threshold, warnings and author figures")
     args = parser.parse_args()
-    global HELD_APART
+    global HELD_APART, VERBOSE
+    VERBOSE = args.verbose
     HELD_APART = Path(args.held_apart)
     positives = rows(EXAMPLES / "positives.jsonl")
     pool = rows(EXAMPLES / "pool.jsonl")
@@ -135,7 +143,12 @@ def main():
                 run.measure(condition)
             elif condition == "active":
                 for _ in range(3):
-                    run.label([gold[text] for text in run.suggest(10)])
+                    chosen = [gold[text] for text in run.suggest(10)]
+                    print("  suggested: " + ", ".join(
+                        f"{lang} {'fail' if fails else 'pass'} {n}" for (lang, fails), n in sorted(
+                            collections.Counter((r["lang"], r["labels"][KEY]) for r in chosen).items())),
+                          flush=True)
+                    run.label(chosen)
                     run.train()
                     run.measure(condition)
             else:

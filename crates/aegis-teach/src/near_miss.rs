@@ -20,33 +20,70 @@ pub const NEAR_SHARE: f64 = 0.5;
 /// policy's line is, and the threshold rises until at most this share of them fails.
 pub const NEAR_MISS_BUDGET: f64 = 0.1;
 
-/// Fewer taught near misses than this say too little to move the threshold.
+/// Share of the author's own violating examples the line may let pass, when it is drawn between
+/// them and the near misses.
+pub const AUTHOR_MISS_BUDGET: f64 = 0.1;
+
+/// Fewer taught near misses than this say too little to move the threshold; fewer taught
+/// violating examples say too little to draw a line on their side.
 pub const MIN_NEAR_MISSES: usize = 5;
 
-/// The lowest threshold (three decimals, as templates write them) at which at most
-/// [`NEAR_MISS_BUDGET`] of the validator's taught passing examples fail, by their out-of-fold
-/// scores. `messages` are the rows training read, in order; `out_of_fold` scores the ones
-/// labelled for `key`, in that order. `None` with fewer than [`MIN_NEAR_MISSES`] of them.
+/// The line the author's own examples draw (three decimals, as templates write them), by their
+/// out-of-fold scores; `None` with fewer than [`MIN_NEAR_MISSES`] taught near misses.
+/// `messages` are the rows training read, in order; `out_of_fold` scores the ones labelled for
+/// `key`, in that order.
+///
+/// The lowest line the near misses allow lets at most [`NEAR_MISS_BUDGET`] of them fail. A line
+/// there hugs the near misses the author happened to label: the weight of an author's label
+/// pushes them far down, and the next message on the topic scores a little above them. So when
+/// the author's violating examples leave a gap above it (at most [`AUTHOR_MISS_BUDGET`] of them
+/// below the gap's top), the line goes to the gap's middle in log-odds, the head's own scale, as
+/// a maximum-margin classifier would put it: as far from the passing side as from the violating
+/// one.
 pub fn near_miss_threshold(
     key: &str,
     messages: &[LabelledMessage],
     out_of_fold: &[f64],
 ) -> Option<f64> {
-    let mut near_misses: Vec<f64> = messages
+    let (mut violating, mut near_misses) = (Vec::new(), Vec::new());
+    for (message, &score) in messages
         .iter()
         .filter(|m| m.label(key).is_some())
         .zip(out_of_fold)
-        .filter(|(m, _)| m.label(key) == Some(false) && m.is_taught())
-        .map(|(_, &score)| score)
-        .collect();
+        .filter(|(m, _)| m.is_taught())
+    {
+        match message.label(key) {
+            Some(true) => violating.push(score),
+            _ => near_misses.push(score),
+        }
+    }
     if near_misses.len() < MIN_NEAR_MISSES {
         return None;
     }
     near_misses.sort_by(|a, b| b.total_cmp(a));
     let may_fail = (NEAR_MISS_BUDGET * near_misses.len() as f64).floor() as usize;
     // Just above the highest score that must pass.
-    let must_pass = near_misses[may_fail];
-    Some((((must_pass * 1000.0).floor() + 1.0) / 1000.0).clamp(0.001, 0.999))
+    let lowest = near_misses[may_fail];
+    let mut line = lowest;
+    if violating.len() >= MIN_NEAR_MISSES {
+        violating.sort_by(f64::total_cmp);
+        let may_miss = (AUTHOR_MISS_BUDGET * violating.len() as f64).floor() as usize;
+        let highest = violating[may_miss];
+        if highest > lowest {
+            line = logistic((logit(lowest) + logit(highest)) / 2.0);
+        }
+    }
+    Some((((line * 1000.0).floor() + 1.0) / 1000.0).clamp(0.001, 0.999))
+}
+
+/// Log-odds of a probability, kept finite at 0 and 1.
+fn logit(p: f64) -> f64 {
+    let p = p.clamp(1e-9, 1.0 - 1e-9);
+    (p / (1.0 - p)).ln()
+}
+
+fn logistic(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
 }
 
 /// The threshold a taught validator decides at: the higher of the benign budget's and the near
@@ -68,11 +105,12 @@ pub fn taught_near_misses(key: &str, messages: &[LabelledMessage]) -> usize {
 
 /// Why the head may have learned the topic rather than the policy, or `None` when passing
 /// examples come near the violating ones. `scores` are out-of-fold P(violation), `labels`
-/// whether each row violates, `threshold` the one the benign budget chose, `near_misses` how many
-/// passing examples the author taught. Once the author has taught [`MIN_NEAR_MISSES`] of them,
-/// passing examples scoring far below the violating ones is the head having learned them (their
-/// weight is an author's label's, see `aegis_heads::train`), not a sign that none come near; the
-/// threshold's floor still holds.
+/// whether each row violates, `threshold` the one it decides at, `near_misses` how many passing
+/// examples the author taught. Once the author has taught [`MIN_NEAR_MISSES`] of them, neither
+/// sign means the topic alone was learned: passing examples scoring far below the violating ones
+/// is the head having learned them (their weight is an author's label's, see
+/// `aegis_heads::row_weights`), and the threshold is the line they draw with the violating ones
+/// ([`near_miss_threshold`]), low or not; the figures on the author's examples say how well.
 pub fn topic_warning(
     scores: &[f64],
     labels: &[bool],
@@ -96,7 +134,10 @@ pub fn topic_warning(
         .filter(|(_, &violates)| !violates)
         .map(|(&s, _)| s)
         .fold(0.0_f64, f64::max);
-    let none_near = near_misses < MIN_NEAR_MISSES && nearest_passing < NEAR_SHARE * median;
+    if near_misses >= MIN_NEAR_MISSES {
+        return None;
+    }
+    let none_near = nearest_passing < NEAR_SHARE * median;
     let low_threshold = threshold.filter(|&t| t < THRESHOLD_FLOOR);
     let why = match (none_near, low_threshold) {
         (true, _) => format!(
@@ -156,15 +197,38 @@ mod tests {
     }
 
     #[test]
+    fn with_the_authors_violating_examples_the_line_goes_to_the_middle_of_the_gap() {
+        // Near misses at most 0.01, violating examples from 0.5 (one of ten may sit lower):
+        // the middle in log-odds of 0.01 and 0.5 is 0.0909..., not the near misses' edge.
+        let mut messages: Vec<LabelledMessage> =
+            (0..5).map(|i| row(&format!("n{i}"), false, true)).collect();
+        let mut scores = vec![0.001, 0.002, 0.005, 0.008, 0.01];
+        messages.extend((0..10).map(|i| row(&format!("v{i}"), true, true)));
+        scores.extend([0.05, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9, 0.95, 0.99, 0.99]);
+        let middle = 1.0 / (1.0 + (99.0_f64).sqrt());
+        assert_eq!(
+            near_miss_threshold("promo", &messages, &scores),
+            Some(((middle * 1000.0).floor() + 1.0) / 1000.0)
+        );
+        // Violating examples that reach below the near misses leave no gap: their edge holds.
+        scores[5..].fill(0.005);
+        assert_eq!(
+            near_miss_threshold("promo", &messages, &scores),
+            Some(0.011)
+        );
+    }
+
+    #[test]
     fn positives_against_unrelated_negatives_warn() {
         // Violating rows score high, passing rows never come near: the topic was learned.
         let scores = [0.9, 0.8, 0.95, 0.02, 0.01, 0.05];
         let labels = [true, true, true, false, false, false];
         let warning = topic_warning(&scores, &labels, Some(0.03), 0).expect("a warning");
         assert!(warning.contains("nearest scores 0.050"), "{warning}");
-        // Taught near misses the head now scores low are learned, not missing.
+        // Taught near misses the head now scores low are learned, not missing, and the line they
+        // draw is the author's, however low.
         assert_eq!(
-            topic_warning(&scores, &labels, Some(0.3), MIN_NEAR_MISSES),
+            topic_warning(&scores, &labels, Some(0.03), MIN_NEAR_MISSES),
             None
         );
     }
