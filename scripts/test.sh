@@ -21,6 +21,8 @@ AEGIS_OPENAI_PYTHON="$(bash scripts/setup-openai-client.sh)"
 export AEGIS_OPENAI_PYTHON
 bash scripts/build-ui.sh
 cargo fmt --all -- --check
+# No two source files import each other, directly or round a loop.
+python3 scripts/import-cycles.py
 (cd ui && npm run --silent check && npm test --silent)
 cargo test --workspace --locked
 bash scripts/e2e.sh

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aegis_app::console::{Console, ConsoleConfig, ConsoleEvent, EventSink, ModelChoice};
+use aegis_app::console::{
+    Console, ConsoleConfig, ConsoleEvent, EventSink, LoadStatus, ModelChoice,
+};
 use aegis_app::error::{ConsoleError, ErrorKind};
 use aegis_guard::{ScoreSource, Status};
 use aegis_store::Decision;
@@ -56,7 +58,7 @@ pub async fn start() -> Fixture {
     .await
     .expect("console");
     let state = console.wait_for_model(Duration::from_secs(300)).await;
-    assert_eq!(state.status, "ready", "{state:?}");
+    assert_eq!(state.status, LoadStatus::Ready, "{state:?}");
     assert!(state.load_ms.is_some());
     Fixture {
         _dir: dir,
@@ -461,7 +463,7 @@ async fn a_model_server_in_settings_runs_the_guard_and_its_prompts_decide() {
     .await
     .expect("console");
     let state = console.wait_for_model(Duration::from_secs(120)).await;
-    assert_eq!(state.status, "ready", "{state:?}");
+    assert_eq!(state.status, LoadStatus::Ready, "{state:?}");
     assert_eq!(state.device, "remote", "{state:?}");
 
     let checked = console.check("makasih kak".into()).await.expect("check");

@@ -14,8 +14,8 @@ use aegis_teach::AdapterRecord;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::history_cmd::with_store;
 use crate::history_cmd::DbArgs;
-use crate::teach::with_store;
 use crate::ExitStatus;
 
 #[derive(Debug, clap::Args)]

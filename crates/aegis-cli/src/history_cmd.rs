@@ -449,3 +449,19 @@ fn write_out(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
         None => Ok(std::io::stdout().write_all(bytes)?),
     }
 }
+
+pub(crate) fn with_store<T, F, Fut>(db: &DbArgs, work: F) -> Result<T>
+where
+    F: FnOnce(std::sync::Arc<Store>) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let store = std::sync::Arc::new(db.open().await?);
+        let result = work(store.clone()).await;
+        if let Ok(store) = std::sync::Arc::try_unwrap(store) {
+            store.close().await;
+        }
+        result
+    })
+}

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use crate::history_cmd::DbArgs;
+use crate::history_cmd::{with_store, DbArgs};
 use aegis_engine::{
     DownloadReport, GemmaEngine, LanguageModel, LoadOptions, ModelRequest, ResolvedModel,
     SentenceEncoder,
@@ -136,7 +136,7 @@ impl GuardArgs {
     /// holds the version list that apply records into).
     pub fn load(&self, db: &DbArgs) -> Result<Guard> {
         let setup = self.setup()?;
-        crate::teach::finish_interrupted_applies(db, &setup.prompts)?;
+        finish_interrupted_applies(db, &setup.prompts)?;
         let model = setup.load_model()?;
         self.report(setup.guard_on(model, self.load_encoder()?, &setup.prompts)?)
     }
@@ -176,4 +176,32 @@ impl GuardArgs {
         }
         Ok(built.guard)
     }
+}
+
+/// Finishes an apply a kill interrupted, before anything reads the heads or the version list
+/// (see `aegis_teach::finish_interrupted_applies`). Opens the database only when there is one.
+pub(crate) fn finish_interrupted_applies(db: &DbArgs, prompts: &Path) -> Result<()> {
+    if aegis_teach::interrupted_applies(prompts)?.is_empty() {
+        return Ok(());
+    }
+    let finished = with_store(db, |store| async move {
+        Ok(aegis_teach::finish_interrupted_applies(&store, prompts).await?)
+    })?;
+    report_finished(&finished);
+    Ok(())
+}
+
+pub(crate) fn report_finished(finished: &[aegis_teach::Applied]) {
+    for applied in finished {
+        eprintln!(
+            "note: finished applying {}'s head (version {}), which a kill or crash interrupted",
+            applied.validator, applied.version
+        );
+    }
+}
+
+pub(crate) fn default_feature_cache() -> PathBuf {
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("aegis/features")
 }

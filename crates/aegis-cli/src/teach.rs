@@ -8,7 +8,7 @@ use aegis_heads::Head;
 use aegis_store::{Added, ExampleOrigin, NewExample, Store};
 use anyhow::{bail, Context, Result};
 
-use crate::history_cmd::DbArgs;
+use crate::history_cmd::{with_store, DbArgs};
 use crate::ExitStatus;
 
 #[derive(Debug, clap::Args)]
@@ -294,7 +294,9 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
             (Err(e), _) => return Err(e.into()),
         };
         if let Some(prompts) = &prompts {
-            report_finished(&aegis_teach::finish_interrupted_applies(&store, prompts).await?);
+            crate::options::report_finished(
+                &aegis_teach::finish_interrupted_applies(&store, prompts).await?,
+            );
         }
         match args.command {
             HeadsCommand::Versions {
@@ -387,7 +389,7 @@ fn suggest(
         "no messages to choose from: give --from FILE, or check some messages first"
     );
     let guard = guard_args.load(db)?;
-    let cache = aegis_guard::FeatureCache::new(crate::train::default_feature_cache());
+    let cache = aegis_guard::FeatureCache::new(crate::options::default_feature_cache());
     let report = |_: &str, _: usize, _: usize| {};
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let progress = aegis_teach::Progress {
@@ -434,28 +436,6 @@ pub fn apply_head(
     })
 }
 
-/// Finishes an apply a kill interrupted, before anything reads the heads or the version list
-/// (see `aegis_teach::finish_interrupted_applies`). Opens the database only when there is one.
-pub fn finish_interrupted_applies(db: &DbArgs, prompts: &Path) -> Result<()> {
-    if aegis_teach::interrupted_applies(prompts)?.is_empty() {
-        return Ok(());
-    }
-    let finished = with_store(db, |store| async move {
-        Ok(aegis_teach::finish_interrupted_applies(&store, prompts).await?)
-    })?;
-    report_finished(&finished);
-    Ok(())
-}
-
-fn report_finished(finished: &[aegis_teach::Applied]) {
-    for applied in finished {
-        eprintln!(
-            "note: finished applying {}'s head (version {}), which a kill or crash interrupted",
-            applied.validator, applied.version
-        );
-    }
-}
-
 /// The figures a version line shows: held-out ROC AUC and its threshold.
 fn summary(metrics: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(metrics).unwrap_or_default();
@@ -469,20 +449,4 @@ fn summary(metrics: &str) -> String {
         "ROC AUC {auc} ({}), threshold {threshold}",
         value["validation"].as_str().unwrap_or("?")
     )
-}
-
-pub(crate) fn with_store<T, F, Fut>(db: &DbArgs, work: F) -> Result<T>
-where
-    F: FnOnce(std::sync::Arc<Store>) -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let store = std::sync::Arc::new(db.open().await?);
-        let result = work(store.clone()).await;
-        if let Ok(store) = std::sync::Arc::try_unwrap(store) {
-            store.close().await;
-        }
-        result
-    })
 }

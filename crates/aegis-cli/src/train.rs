@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
-use crate::options::GuardArgs;
+use crate::options::{default_feature_cache, GuardArgs};
 use crate::train_data::{reviewed_messages, taught_messages};
 use crate::train_report::{print_author_figures, print_report, print_sources};
 use crate::ExitStatus;
@@ -266,7 +266,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
                 aegis_teach::near_miss_threshold(key, &usable, &trained.chosen.out_of_fold);
             if let Some(line) = near_miss.filter(|&n| budget.is_none_or(|b| n > b)) {
                 eprintln!(
-                    "{key}: threshold raised to {line:.3} so at most {:.0}% of the taught near misses fail",
+                    "{key}: threshold raised to {line:.3}, the line your examples draw (at most {:.0}% of the taught near misses fail)",
                     aegis_teach::NEAR_MISS_BUDGET * 100.0
                 );
             }
@@ -455,10 +455,4 @@ impl ProgressLines {
             left
         );
     }
-}
-
-pub(crate) fn default_feature_cache() -> PathBuf {
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("aegis/features")
 }

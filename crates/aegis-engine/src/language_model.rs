@@ -31,7 +31,8 @@ pub struct ModelInfo {
 pub const SYNTHETIC_WARNING: &str =
     "SYNTHETIC MODEL: random weights for speed tests; its verdicts mean nothing";
 
-/// Anything that can answer the guard's questions: the local Gemma, or (later) a remote server.
+/// Anything that can answer the guard's questions: the local Gemma, or a model server
+/// (`aegis-remote`).
 pub trait LanguageModel: Send + Sync {
     fn info(&self) -> &ModelInfo;
 

@@ -23,7 +23,7 @@ struct EncoderReads {
 /// What the model said about one turn: the shared encoding where a head reads it, and each
 /// validator's prompt score where its prompt ran.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     pub encoding: Option<Encoding>,
     /// What the sentence encoder read (see [`Guard::encoder_reading`]), where a head reads it.
     pub encoder_output: Option<EncoderOutput>,
@@ -42,21 +42,9 @@ pub struct Analysis {
 }
 
 impl Guard {
-    /// What the model says about `text`: the shared encoding if any head reads it, and the
-    /// prompts of the validators that need them (see [`Analysis`]).
-    pub fn analyse(&self, text: &str) -> Result<Analysis> {
-        self.analyse_batch(&[text]).remove(0)
-    }
-
-    /// `analyse` for several messages, each a user's turn alone.
-    pub fn analyse_batch(&self, texts: &[&str]) -> Vec<Result<Analysis>> {
-        let inputs: Vec<GuardInput> = texts.iter().map(|t| GuardInput::message(*t)).collect();
-        self.analyse_inputs(&inputs)
-    }
-
-    /// `analyse` for several turns: one batched encoding and one batched scoring call; each input
-    /// gets its own result.
-    pub fn analyse_inputs(&self, inputs: &[GuardInput]) -> Vec<Result<Analysis>> {
+    /// What the model says about several turns (see [`Analysis`]): one batched encoding and one
+    /// batched scoring call; each input gets its own result.
+    pub(crate) fn analyse_inputs(&self, inputs: &[GuardInput]) -> Vec<Result<Analysis>> {
         let mut results: Vec<Option<Result<Analysis>>> = Vec::with_capacity(inputs.len());
         let mut runnable = Vec::new();
         let mut turns = Vec::new();

@@ -66,7 +66,8 @@ pub fn fit_context(
     let mut used = 0;
     let mut kept = 0;
     for turn in context.iter().rev() {
-        // A few tokens more for the `role: ` label and the line break.
+        // A few tokens more for the line break, and the `role: ` label a prompt's `{{context}}`
+        // writes before each turn (the encoder's joined text has only the line break).
         let cost = count(&turn.content) + 4;
         if used + cost > budget {
             break;

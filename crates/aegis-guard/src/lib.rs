@@ -4,6 +4,7 @@
 mod analysis;
 mod compat;
 mod context;
+mod decide;
 mod error;
 mod features;
 mod guard;
@@ -16,7 +17,6 @@ mod template;
 mod training;
 mod verdict;
 
-pub use analysis::Analysis;
 pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
 pub use context::{fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{GuardError, Result};

@@ -323,11 +323,6 @@ impl Validator {
         segments.push(Segment::Template(self.after.clone()));
         segments
     }
-
-    /// Whether the template reads the earlier turns of a conversation.
-    pub fn reads_context(&self) -> bool {
-        self.before.contains(CONTEXT_PLACEHOLDER)
-    }
 }
 
 /// Splits `yaml\n---\nbody` at the closing `---` line.

@@ -5,13 +5,11 @@
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod portable;
+mod tile;
 
-use crate::bf16::{bf16_bits, pack_pairs};
+use crate::bf16::bf16_bits;
+use tile::{pack_rows, Output, PANEL};
 
-/// Outputs per panel: two 16-lane vectors of f32 accumulators.
-pub(crate) const PANEL: usize = 32;
-/// Rows of `a` a tile computes at once (16 accumulators, 2 weight vectors, 1 broadcast).
-pub(crate) const TILE_ROWS: usize = 8;
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
 
@@ -160,43 +158,6 @@ impl KernelKind {
     }
 }
 
-/// `a` rounded to bf16 pairs, row by row.
-pub(crate) struct PackedRows {
-    pub(crate) data: Vec<u32>,
-    pub(crate) pairs: usize,
-}
-
-fn pack_rows(a: &[f32], rows: usize, lda: usize, inputs: usize) -> PackedRows {
-    let pairs = inputs.div_ceil(2);
-    let mut data = vec![0u32; rows * pairs];
-    for (row, out) in data.chunks_exact_mut(pairs).enumerate() {
-        pack_pairs(&a[row * lda..row * lda + inputs], out);
-    }
-    PackedRows { data, pairs }
-}
-
-/// Where a tile writes: `c` as a raw pointer so threads can share it. Each thread writes only its
-/// own panels' columns, so no two threads ever touch the same element.
-#[derive(Clone, Copy)]
-pub(crate) struct Output {
-    ptr: *mut f32,
-    pub(crate) ldc: usize,
-    pub(crate) columns: usize,
-}
-
-// SAFETY: see `Output`: the threads of one `matmul` write disjoint elements, and `matmul` does not
-// return before they finish (rayon's scope joins them).
-#[allow(unsafe_code)]
-unsafe impl Send for Output {}
-#[allow(unsafe_code)]
-unsafe impl Sync for Output {}
-
-impl Output {
-    pub(crate) fn ptr(self) -> *mut f32 {
-        self.ptr
-    }
-}
-
 /// `c[r, o] = Σ_i a[r, i] · W[o, i]` for `rows` rows of `a` (row stride `lda`) into `c` (row
 /// stride `ldc`), only the matrix's `outputs` columns written. `parallel` lets it use rayon's
 /// threads when the product is large enough to repay them.
@@ -230,11 +191,7 @@ pub fn matmul(
         other => other,
     };
     let packed = pack_rows(a, rows, lda, w.inputs);
-    let out = Output {
-        ptr: c.as_mut_ptr(),
-        ldc,
-        columns: w.outputs,
-    };
+    let out = Output::new(c, ldc, w.outputs);
     let panels = w.panels();
     let run = |range: std::ops::Range<usize>| {
         for panel in range {

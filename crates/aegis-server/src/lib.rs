@@ -12,6 +12,7 @@ mod limits;
 mod metrics;
 mod moderation;
 mod openapi;
+mod router;
 mod routes;
 mod serve;
 mod state;
@@ -19,6 +20,6 @@ mod status;
 mod trust;
 
 pub use error::ApiError;
-pub use routes::router;
+pub use router::router;
 pub use serve::{serve, Stopped, HEADER_READ_TIMEOUT, SHUTDOWN_GRACE};
 pub use state::{AppState, ConfigError, ServerConfig};

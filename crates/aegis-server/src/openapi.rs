@@ -7,6 +7,10 @@
 //! non-blank text), with the limits this server was started with and the validators it loaded.
 //! The schemathesis run in the suite holds the description to what the server does.
 
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
 use serde_json::{json, Value};
 use utoipa::OpenApi;
 
@@ -28,7 +32,7 @@ use crate::state::AppState;
         crate::status::validators,
         crate::feedback::feedback,
         crate::metrics::metrics,
-        crate::routes::openapi,
+        openapi,
     ),
     components(schemas(ErrorBody))
 )]
@@ -299,4 +303,11 @@ mod tests {
             assert_eq!(c.is_whitespace(), listed(c), "{c:?}");
         }
     }
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json",
+    responses((status = 200, description = "This OpenAPI 3.1 document", body = Object)))]
+pub(crate) async fn openapi(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(document(&state))
 }

@@ -14,8 +14,8 @@ use aegis_engine::EncoderAdapter;
 use aegis_guard::{heads_dir, ENCODER_ADAPTER_FILE};
 use aegis_store::{NewHeadVersion, Store};
 
+use crate::applied::Applied;
 use crate::error::{Result, TeachError};
-use crate::versions::Applied;
 
 /// The adapter's key in the versions table: a hyphen, which no validator key has.
 pub const ADAPTER_VERSION_KEY: &str = "encoder-adapter";

@@ -8,10 +8,18 @@ use std::collections::BTreeMap;
 use aegis_guard::LabelledMessage;
 use serde::Serialize;
 
-use crate::fit::LanguageFigures;
-
 /// Taught examples of each side a figure needs before it says anything.
 pub const MIN_TO_MEASURE: usize = 5;
+
+/// ROC AUC in one language, with the rows it was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LanguageFigures {
+    pub language: String,
+    pub rows: usize,
+    pub positives: usize,
+    pub roc_auc: Option<f64>,
+}
 
 /// How the head does on the author's own examples, each scored by a fit that did not see its
 /// group (origin and language).

@@ -12,6 +12,7 @@ use aegis_guard::{
 use aegis_heads::{CvMetrics, Head, TrainOptions};
 use serde::Serialize;
 
+use crate::author_figures::LanguageFigures;
 use crate::error::{Result, TeachError};
 
 /// Messages encoded per model call; also how often progress is reported and cancel is heeded.
@@ -94,15 +95,6 @@ pub struct TeachFigures {
     pub encoded: usize,
     pub read_seconds: f64,
     pub train_seconds: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct LanguageFigures {
-    pub language: String,
-    pub rows: usize,
-    pub positives: usize,
-    pub roc_auc: Option<f64>,
 }
 
 /// A message whose verdict the new head changes.

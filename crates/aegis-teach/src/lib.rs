@@ -4,6 +4,7 @@
 //! and `aegis train` / `aegis heads` share it.
 
 mod adapter;
+mod applied;
 mod author_figures;
 mod data;
 mod error;
@@ -13,7 +14,8 @@ mod suggest;
 mod versions;
 
 pub use adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
-pub use author_figures::{author_figures, AuthorFigures, MIN_TO_MEASURE};
+pub use applied::Applied;
+pub use author_figures::{author_figures, AuthorFigures, LanguageFigures, MIN_TO_MEASURE};
 pub use data::{
     keep_positives, negatives_for_new_validator, read_messages, taught_rows, training_files,
     TrainingFiles,
@@ -31,10 +33,7 @@ pub use suggest::{
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for
 /// heads a team trains, in the Teach view or with `aegis train --tune-thresholds`.
 pub const BENIGN_BUDGET: f64 = 0.01;
-pub use fit::{
-    fit_head, FitRequest, HeadFlip, LanguageFigures, Progress, TaughtHead, TeachFigures,
-};
+pub use fit::{fit_head, FitRequest, HeadFlip, Progress, TaughtHead, TeachFigures};
 pub use versions::{
-    apply_head, finish_interrupted_applies, interrupted_applies, revert_head, Applied,
-    FAULT_POINT_EXIT,
+    apply_head, finish_interrupted_applies, interrupted_applies, revert_head, FAULT_POINT_EXIT,
 };

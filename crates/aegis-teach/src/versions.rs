@@ -17,17 +17,8 @@ use aegis_store::{NewHeadVersion, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
+use crate::applied::Applied;
 use crate::error::{Result, TeachError};
-
-/// Where a head was written and the version it became.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Applied {
-    pub validator: String,
-    pub path: PathBuf,
-    pub version: i64,
-    /// The threshold written into the template, when the head carries one and it changed.
-    pub threshold: Option<f64>,
-}
 
 /// Writes `head` where the guard reads it and records it as the validator's newest version.
 pub async fn apply_head(

@@ -5,12 +5,13 @@ mod editor;
 mod history;
 mod imports;
 mod model;
+mod model_state;
 
 pub use editor::TryRow;
 pub use history::{Exported, HistoryQuery};
 pub(crate) use imports::readable_data_file;
 pub use imports::FilePreview;
-pub use model::{Download, ModelState};
+pub use model_state::{Download, LoadStatus, ModelState};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,8 +25,6 @@ use aegis_runtime::{check_and_record, Submitter, Worker, WorkerError};
 use aegis_store::{Source, Store};
 use serde::Serialize;
 use tokio::sync::watch;
-
-use model::loading_state;
 
 use crate::error::ConsoleError;
 use crate::http::{HttpServer, HttpStatus};
@@ -66,7 +65,7 @@ pub enum ConsoleEvent {
     /// What just happened to the Playground's exchange `playground_id`.
     Playground {
         playground_id: String,
-        step: crate::playground::PlaygroundStep,
+        step: crate::playground::step::PlaygroundStep,
     },
 }
 
@@ -148,7 +147,7 @@ impl Console {
         })?;
         let settings = Settings::load(&config.data_dir.join("settings.json"));
         let store = Arc::new(Store::open(&config.data_dir.join("history.db")).await?);
-        let model = Arc::new(watch::Sender::new(loading_state(&settings.model, "")));
+        let model = Arc::new(watch::Sender::new(ModelState::loading(&settings.model, "")));
         let console = Arc::new(Self {
             data_dir: config.data_dir,
             prompts_dir: config.prompts_dir,

@@ -5,40 +5,11 @@ use std::time::{Duration, Instant};
 
 use aegis_engine::{DownloadProgress, DownloadReport, LanguageModel};
 use aegis_runtime::{GuardSetup, ModelSource, ModelStatus, Worker};
-use serde::Serialize;
 use tokio::sync::watch;
 
 use super::editor::describe;
+use super::model_state::{Download, LoadStatus, ModelState};
 use super::{Console, ConsoleEvent, EventSink, ModelChoice, QUEUE};
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct ModelState {
-    /// loading, ready or failed.
-    pub status: String,
-    pub model: String,
-    /// cpu or cuda:N.
-    pub device: String,
-    /// f32, bf16 or quantized.
-    pub weights: String,
-    /// Random weights for speed tests (`aegis model synth`): verdicts mean nothing.
-    pub synthetic: bool,
-    /// Why it failed, or what it is doing while loading.
-    pub message: String,
-    pub download: Option<Download>,
-    /// From the start of loading to ready.
-    pub load_ms: Option<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct Download {
-    pub file: String,
-    #[cfg_attr(feature = "ts", ts(type = "number"))]
-    pub downloaded: u64,
-    #[cfg_attr(feature = "ts", ts(type = "number"))]
-    pub total: u64,
-}
 
 impl Console {
     /// Starts loading the model named by the settings on a new worker thread; the window stays
@@ -61,7 +32,7 @@ impl Console {
         };
         let source: Result<Source, String> = source;
         self.model
-            .send_replace(loading_state(&model_name, "starting"));
+            .send_replace(ModelState::loading(&model_name, "starting"));
         self.events.emit(ConsoleEvent::Model(self.model_state()));
         let state = self.model.clone();
         let events = self.events.clone();
@@ -118,7 +89,7 @@ impl Console {
             console.model.send_modify(|s| {
                 match status {
                     ModelStatus::Ready(info) => {
-                        s.status = "ready".into();
+                        s.status = LoadStatus::Ready;
                         s.model = info.id;
                         s.device = info.device;
                         s.weights = info.weight_format;
@@ -128,7 +99,7 @@ impl Console {
                         tracing::info!(load_ms = s.load_ms, "model ready");
                     }
                     ModelStatus::Failed(message) => {
-                        s.status = "failed".into();
+                        s.status = LoadStatus::Failed;
                         s.message = message;
                     }
                     ModelStatus::Loading => {}
@@ -149,22 +120,9 @@ impl Console {
     /// most `timeout`.
     pub async fn wait_for_model(&self, timeout: Duration) -> ModelState {
         let mut state = self.model.subscribe();
-        let settled = state.wait_for(|s| s.status != "loading");
+        let settled = state.wait_for(|s| s.status != LoadStatus::Loading);
         let _ = tokio::time::timeout(timeout, settled).await;
         self.model_state()
-    }
-}
-
-pub(super) fn loading_state(model: &str, message: &str) -> ModelState {
-    ModelState {
-        status: "loading".into(),
-        model: model.into(),
-        device: String::new(),
-        weights: String::new(),
-        synthetic: false,
-        message: message.into(),
-        download: None,
-        load_ms: None,
     }
 }
 

@@ -3,17 +3,20 @@
 //! where it is or would be cut), to tune thresholds on live answers. The same relay as the HTTP
 //! API's `/v1/chat/completions` (`aegis_runtime::guard_stream`); both turns go to history.
 
+pub(crate) mod step;
+
 use std::time::Duration;
 
 use aegis_guard::{GuardInput, Role, Status, Turn, TurnsChecked, Verdict};
 use aegis_runtime::{check_and_record, guard_stream, Step, StreamCheck, StreamContext, Submitter};
 use aegis_store::Source;
 use aegis_upstream::{Release, StreamPolicy};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::console::{check_size, Console, ConsoleEvent};
 use crate::error::ConsoleError;
+pub use step::{PlaygroundCheck, PlaygroundScore, PlaygroundStep};
 
 /// How long a Playground answer may stream.
 const ANSWER_LIMIT: Duration = Duration::from_secs(300);
@@ -30,59 +33,6 @@ pub struct PlaygroundRequest {
     pub check_every: usize,
     /// The upstream's model name; empty for its default.
     pub model: String,
-}
-
-/// One check, as the Playground charts it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct PlaygroundCheck {
-    pub passed: bool,
-    /// Characters of the answer before the part this check was the first to read (0 for the
-    /// user's turn).
-    pub offset: usize,
-    /// Characters it read.
-    pub checked_chars: usize,
-    pub scores: Vec<PlaygroundScore>,
-    /// The first validator that failed.
-    pub failed: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct PlaygroundScore {
-    pub key: String,
-    pub score: f32,
-    pub threshold: f32,
-}
-
-/// What just happened to an exchange, in order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PlaygroundStep {
-    /// The user's turn was checked; when it failed, nothing went upstream and `rejection` is the
-    /// answer.
-    Question {
-        check: PlaygroundCheck,
-        rejection: String,
-    },
-    /// Text the answer now shows, and the check that released it, if one did.
-    Text {
-        text: String,
-        check: Option<PlaygroundCheck>,
-    },
-    /// A check failed: the answer stops here and the rejection stands after it.
-    Cut {
-        check: PlaygroundCheck,
-        rejection: String,
-    },
-    /// The answer ended: `stop`, `length` or `content_filter`.
-    Finished {
-        reason: String,
-    },
-    Failed {
-        message: String,
-    },
 }
 
 impl PlaygroundCheck {

@@ -8,7 +8,7 @@ use std::arch::x86_64::{
     _mm512_set1_epi32, _mm512_setzero_ps, _mm512_storeu_ps,
 };
 
-use super::{Output, PackedRows, PANEL, TILE_ROWS};
+use super::tile::{Output, PackedRows, PANEL, TILE_ROWS};
 
 pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")

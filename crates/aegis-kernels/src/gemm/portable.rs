@@ -1,7 +1,7 @@
 //! The product in plain Rust, rounding as `vdpbf16ps` does: each bf16 product is exact in f32,
 //! the odd element's product is added before the even one's.
 
-use super::{Output, PackedRows, PANEL, TILE_ROWS};
+use super::tile::{Output, PackedRows, PANEL, TILE_ROWS};
 use crate::bf16::bf16_to_f32;
 
 pub(super) fn panel(a: &PackedRows, rows: usize, weights: &[u32], panel: usize, out: Output) {

@@ -1,0 +1,55 @@
+//! What a panel kernel reads and writes, shared by every kernel of `gemm`: the panel and tile
+//! sizes, `a` packed as bf16 pairs, and the output the threads share.
+
+use crate::bf16::pack_pairs;
+
+/// Outputs per panel: two 16-lane vectors of f32 accumulators.
+pub(crate) const PANEL: usize = 32;
+/// Rows of `a` a tile computes at once (16 accumulators, 2 weight vectors, 1 broadcast).
+pub(crate) const TILE_ROWS: usize = 8;
+
+/// `a` rounded to bf16 pairs, row by row.
+pub(crate) struct PackedRows {
+    pub(crate) data: Vec<u32>,
+    pub(crate) pairs: usize,
+}
+
+pub(crate) fn pack_rows(a: &[f32], rows: usize, lda: usize, inputs: usize) -> PackedRows {
+    let pairs = inputs.div_ceil(2);
+    let mut data = vec![0u32; rows * pairs];
+    for (row, out) in data.chunks_exact_mut(pairs).enumerate() {
+        pack_pairs(&a[row * lda..row * lda + inputs], out);
+    }
+    PackedRows { data, pairs }
+}
+
+/// Where a tile writes: `c` as a raw pointer so threads can share it. Each thread writes only its
+/// own panels' columns, so no two threads ever touch the same element.
+#[derive(Clone, Copy)]
+pub(crate) struct Output {
+    ptr: *mut f32,
+    pub(crate) ldc: usize,
+    pub(crate) columns: usize,
+}
+
+// SAFETY: see `Output`: the threads of one `matmul` write disjoint elements, and `matmul` does not
+// return before they finish (rayon's scope joins them).
+#[allow(unsafe_code)]
+unsafe impl Send for Output {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Output {}
+
+impl Output {
+    /// `c`, of rows `ldc` apart with `columns` written in each.
+    pub(crate) fn new(c: &mut [f32], ldc: usize, columns: usize) -> Self {
+        Self {
+            ptr: c.as_mut_ptr(),
+            ldc,
+            columns,
+        }
+    }
+
+    pub(crate) fn ptr(self) -> *mut f32 {
+        self.ptr
+    }
+}
