@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
     #[error("{0}")]
@@ -41,66 +39,21 @@ pub enum ConsoleError {
     Teach(#[from] aegis_teach::TeachError),
 }
 
-/// What kind of failure an error is: a stable word the window branches on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// The input was refused (empty, too long, malformed); fix it and retry.
-    Invalid,
-    /// A template does not parse; `line` says where.
-    Template,
-    /// The model is still loading.
-    Loading,
-    /// The model's queue is full; retry shortly.
-    Busy,
-    /// The model server cannot be reached; retry when it is back.
-    Unavailable,
-    /// The model or guard failed.
-    Model,
-    Store,
-    /// A file could not be read or is not a usable message file or dataset.
-    File,
-    Import,
-    NotFound,
-    Io,
-    /// The work was cancelled as asked.
-    Cancelled,
-}
+pub use aegis_guard::ErrorKind;
 
 impl ConsoleError {
     pub fn kind(&self) -> ErrorKind {
-        use aegis_guard::GuardError;
-        use aegis_runtime::WorkerError;
-        use aegis_teach::TeachError;
         match self {
             Self::Invalid(_) => ErrorKind::Invalid,
             Self::Io { .. } => ErrorKind::Io,
             Self::Template { .. } => ErrorKind::Template,
             Self::NotFound(_) => ErrorKind::NotFound,
-            Self::Guard(GuardError::EmptyText | GuardError::TooLong { .. }) => ErrorKind::Invalid,
-            Self::Guard(GuardError::Template { .. }) => ErrorKind::Template,
-            Self::Guard(GuardError::PromptsNotFound { .. }) => ErrorKind::NotFound,
-            Self::Guard(_) => ErrorKind::Model,
-            Self::Worker(WorkerError::Loading) => ErrorKind::Loading,
-            Self::Worker(WorkerError::Busy(_)) => ErrorKind::Busy,
-            Self::Worker(WorkerError::Guard(
-                GuardError::EmptyText | GuardError::TooLong { .. },
-            )) => ErrorKind::Invalid,
-            Self::Worker(WorkerError::Guard(GuardError::Engine(
-                aegis_engine::EngineError::BackendUnavailable { .. },
-            ))) => ErrorKind::Unavailable,
-            Self::Worker(_) => ErrorKind::Model,
+            Self::Guard(e) => e.kind(),
+            Self::Worker(e) => e.kind(),
             Self::Store(_) => ErrorKind::Store,
             Self::Read(_) | Self::Dataset(_) | Self::Unreadable { .. } => ErrorKind::File,
             Self::Import(_) => ErrorKind::Import,
-            Self::Teach(e) => match e {
-                TeachError::Read { .. } | TeachError::BadRow { .. } => ErrorKind::File,
-                TeachError::Invalid(_) | TeachError::UnknownValidator(_) => ErrorKind::Invalid,
-                TeachError::Cancelled => ErrorKind::Cancelled,
-                TeachError::Store(_) => ErrorKind::Store,
-                TeachError::Guard(_) | TeachError::Head(_) => ErrorKind::Model,
-            },
+            Self::Teach(e) => e.kind(),
         }
     }
 

@@ -1,4 +1,37 @@
+//! The guard's errors, and the one vocabulary of failure kinds every front end (the app's
+//! window, the HTTP API, the CLI) branches on, so a kind is decided once, where the error is.
+
 use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// What kind of failure an error is: a stable word front ends branch on. Each crate's error
+/// says its own kind (`GuardError::kind`, `WorkerError::kind`, ...); no front end maps variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The input was refused (empty, too long, malformed); fix it and retry.
+    Invalid,
+    /// A template does not parse; `line` says where.
+    Template,
+    /// The model is still loading.
+    Loading,
+    /// The model's queue is full; retry shortly.
+    Busy,
+    /// The model server cannot be reached; retry when it is back.
+    Unavailable,
+    /// The model or guard failed.
+    Model,
+    Store,
+    /// A file could not be read or is not a usable message file or dataset.
+    File,
+    Import,
+    NotFound,
+    Io,
+    /// The work was cancelled as asked.
+    Cancelled,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum GuardError {
@@ -50,6 +83,24 @@ pub enum GuardError {
 
 pub type Result<T, E = GuardError> = std::result::Result<T, E>;
 
+impl GuardError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::EmptyText | Self::BadTurn { .. } | Self::TooLong { .. } => ErrorKind::Invalid,
+            Self::Template { .. } | Self::NoValidators(_) => ErrorKind::Template,
+            Self::PromptsNotFound { .. } => ErrorKind::NotFound,
+            Self::TemplatesDir { .. } => ErrorKind::Io,
+            Self::Engine(aegis_engine::EngineError::BackendUnavailable { .. }) => {
+                ErrorKind::Unavailable
+            }
+            Self::HeadRefused { .. }
+            | Self::HeadFailed { .. }
+            | Self::Training { .. }
+            | Self::Engine(_) => ErrorKind::Model,
+        }
+    }
+}
+
 fn turn_prefix(index: Option<usize>) -> String {
     index.map(|i| format!("turn {i}: ")).unwrap_or_default()
 }
@@ -60,4 +111,25 @@ fn list_paths(paths: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_the_guard_refuses_is_invalid_not_a_model_failure() {
+        let bad_turn = GuardError::BadTurn {
+            index: Some(1),
+            problem: "an empty turn".into(),
+        };
+        for error in [GuardError::EmptyText, bad_turn] {
+            assert_eq!(error.kind(), ErrorKind::Invalid, "{error}");
+        }
+        let head = GuardError::HeadFailed {
+            key: "spam".into(),
+            message: "nan".into(),
+        };
+        assert_eq!(head.kind(), ErrorKind::Model);
+    }
 }

@@ -19,7 +19,7 @@ mod verdict;
 
 pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
 pub use context::{fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
-pub use error::{GuardError, Result};
+pub use error::{ErrorKind, GuardError, Result};
 pub use features::{message_features, FeatureCache, MessageFeatures};
 pub use guard::{
     Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,

@@ -44,6 +44,18 @@ pub enum WorkerError {
     Guard(#[from] GuardError),
 }
 
+impl WorkerError {
+    pub fn kind(&self) -> aegis_guard::ErrorKind {
+        use aegis_guard::ErrorKind;
+        match self {
+            Self::Busy(_) => ErrorKind::Busy,
+            Self::Loading => ErrorKind::Loading,
+            Self::Failed(_) | Self::Stopped | Self::Panicked(_) => ErrorKind::Model,
+            Self::Guard(e) => e.kind(),
+        }
+    }
+}
+
 /// A guard and its templates as history records them, built once per guard.
 #[derive(Debug, Clone)]
 pub struct LoadedGuard {

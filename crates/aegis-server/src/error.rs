@@ -4,7 +4,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use aegis_guard::GuardError;
+use aegis_guard::{ErrorKind, GuardError};
 use aegis_runtime::WorkerError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,44 +74,42 @@ impl IntoResponse for ApiError {
 /// client (connect timeout plus backoff), so a client does not hammer a server that is restarting.
 const BACKEND_RETRY_AFTER_S: u32 = 5;
 
+/// The answer to a failed check: its status from the error's kind (the same kind the window and
+/// the CLI read), its code naming what exactly went wrong.
 pub(crate) fn worker_error(error: WorkerError) -> ApiError {
-    match error {
-        WorkerError::Busy(_) => ApiError::busy(error.to_string(), 1),
-        WorkerError::Loading => ApiError::busy(error.to_string(), 5),
-        WorkerError::Failed(_) | WorkerError::Stopped => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "model_unavailable",
-            error.to_string(),
-        ),
-        WorkerError::Guard(GuardError::Engine(
-            e @ aegis_engine::EngineError::BackendUnavailable { .. },
-        )) => ApiError {
+    let message = error.to_string();
+    match error.kind() {
+        ErrorKind::Busy => ApiError::busy(message, 1),
+        ErrorKind::Loading => ApiError::busy(message, 5),
+        ErrorKind::Unavailable => ApiError {
             code: "backend_unavailable",
-            ..ApiError::busy(e.to_string(), BACKEND_RETRY_AFTER_S)
+            ..ApiError::busy(message, BACKEND_RETRY_AFTER_S)
         },
-        WorkerError::Panicked(_) => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            error.to_string(),
-        ),
-        WorkerError::Guard(GuardError::EmptyText) => {
-            ApiError::bad_request("empty_text", GuardError::EmptyText.to_string())
-        }
-        WorkerError::Guard(e @ GuardError::BadTurn { .. }) => {
-            ApiError::bad_request("bad_turn", e.to_string())
-        }
-        WorkerError::Guard(e @ GuardError::TooLong { .. }) => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "text_too_long",
-            e.to_string(),
-        ),
-        WorkerError::Guard(e) => {
-            tracing::error!(error = %e, "guard failed");
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "guard_failed",
-                e.to_string(),
-            )
-        }
+        ErrorKind::Invalid => match error {
+            WorkerError::Guard(GuardError::TooLong { .. }) => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "text_too_long", message)
+            }
+            WorkerError::Guard(GuardError::BadTurn { .. }) => {
+                ApiError::bad_request("bad_turn", message)
+            }
+            WorkerError::Guard(GuardError::EmptyText) => {
+                ApiError::bad_request("empty_text", message)
+            }
+            _ => ApiError::bad_request("invalid_request", message),
+        },
+        _ => match error {
+            WorkerError::Failed(_) | WorkerError::Stopped => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "model_unavailable",
+                message,
+            ),
+            WorkerError::Panicked(_) => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+            }
+            _ => {
+                tracing::error!(error = %message, "guard failed");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "guard_failed", message)
+            }
+        },
     }
 }

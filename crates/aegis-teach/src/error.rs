@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use aegis_guard::ErrorKind;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TeachError {
     #[error("cannot read or write {path}: {source}")]
@@ -29,3 +31,16 @@ pub enum TeachError {
 }
 
 pub type Result<T, E = TeachError> = std::result::Result<T, E>;
+
+impl TeachError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Read { .. } | Self::BadRow { .. } => ErrorKind::File,
+            Self::Invalid(_) | Self::UnknownValidator(_) => ErrorKind::Invalid,
+            Self::Cancelled => ErrorKind::Cancelled,
+            Self::Store(_) => ErrorKind::Store,
+            Self::Guard(e) => e.kind(),
+            Self::Head(_) => ErrorKind::Model,
+        }
+    }
+}
