@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use aegis_guard::{FeatureCache, LabelledMessage, Language};
+use aegis_guard::{FeatureCache, LabelledMessage, Language, ScoreSource};
 use aegis_heads::Head;
 use aegis_store::{ExampleOrigin, HeadVersion, NewExample, StoredExample};
 /// A message to label next, as the Teach view's queue shows it.
@@ -97,7 +97,7 @@ impl Console {
                     key: v.key.clone(),
                     name: v.name.clone(),
                     threshold: v.threshold,
-                    scored_by: if head.is_some() { "head" } else { "prompt" }.into(),
+                    scored_by: ScoreSource::deciding(head.is_some()).as_str().into(),
                     examples: own.len(),
                     should_fail: own.iter().filter(|e| e.violates).count(),
                     contradicted: own.iter().filter(|e| e.contradicted).count(),
@@ -299,7 +299,7 @@ impl Console {
         let fitted = tokio::task::spawn_blocking(move || {
             let files = aegis_teach::training_files(&dir);
             let data = aegis_teach::read_messages(&files.training, &[])?;
-            let cache = FeatureCache::new(feature_cache_dir());
+            let cache = FeatureCache::new(aegis_teach::feature_cache_dir());
             let report = move |stage: &str, done: usize, total: usize| {
                 events.emit(ConsoleEvent::Train {
                     train_id: id.clone(),
@@ -380,7 +380,7 @@ impl Console {
         }
         let trained = lock(&self.trained).get(&validator).cloned();
         let suggested = tokio::task::spawn_blocking(move || {
-            let cache = FeatureCache::new(feature_cache_dir());
+            let cache = FeatureCache::new(aegis_teach::feature_cache_dir());
             let report = |_: &str, _: usize, _: usize| {};
             let progress = Progress {
                 report: &report,
@@ -496,17 +496,6 @@ fn applied_head(applied: aegis_teach::Applied) -> AppliedHead {
         path: applied.path.display().to_string(),
         threshold: applied.threshold,
     }
-}
-
-/// The feature cache `aegis train` uses too, so texts encoded by one are free to the other.
-fn feature_cache_dir() -> PathBuf {
-    std::env::var_os("AEGIS_FEATURE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            dirs::cache_dir()
-                .unwrap_or_else(std::env::temp_dir)
-                .join("aegis/features")
-        })
 }
 
 /// A template in the shipped validators' shape. Front-matter values are written as JSON strings,

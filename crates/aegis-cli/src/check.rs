@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use aegis_guard::{
-    ContextReading, GuardError, GuardInput, ScoreSource, Status, ValidateResponse, Verdict,
+    ContextReading, GuardError, GuardInput, Status, ValidateResponse, Verdict,
     DEFAULT_CONTEXT_TOKENS,
 };
 use aegis_runtime::{check_and_record, ModelStatus, Submitter, Worker, WorkerError};
@@ -180,10 +180,7 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
             "{:<20} {:>7.3} {:>6} {:>7} {:>9}  {}",
             r.key,
             r.score,
-            match r.decided_by {
-                ScoreSource::Head => "head",
-                ScoreSource::Prompt => "prompt",
-            },
+            r.decided_by.as_str(),
             r.prompt_score
                 .map_or_else(|| "-".to_string(), |p| format!("{p:.3}")),
             format!("{}", r.threshold),

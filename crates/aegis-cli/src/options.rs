@@ -199,9 +199,3 @@ pub(crate) fn report_finished(finished: &[aegis_teach::Applied]) {
         );
     }
 }
-
-pub(crate) fn default_feature_cache() -> PathBuf {
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("aegis/features")
-}

@@ -389,7 +389,7 @@ fn suggest(
         "no messages to choose from: give --from FILE, or check some messages first"
     );
     let guard = guard_args.load(db)?;
-    let cache = aegis_guard::FeatureCache::new(crate::options::default_feature_cache());
+    let cache = aegis_guard::FeatureCache::new(aegis_teach::feature_cache_dir());
     let report = |_: &str, _: usize, _: usize| {};
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let progress = aegis_teach::Progress {

@@ -2,18 +2,18 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use aegis_guard::{
-    heads_dir, message_features, train_validator, FeatureCache, LabelledMessage, LayerSearch,
-    MessageFeatures, ValidatorTraining,
-};
+use aegis_eval::BudgetChoice;
+use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures};
 use aegis_heads::{TrainOptions, Validation};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::history_cmd::DbArgs;
-use crate::options::{default_feature_cache, GuardArgs};
+use crate::options::GuardArgs;
 use crate::train_data::{reviewed_messages, taught_messages};
 use crate::train_report::{print_author_figures, print_report, print_sources};
 use crate::ExitStatus;
@@ -112,9 +112,6 @@ impl From<ValidationArg> for Validation {
     }
 }
 
-/// Messages encoded per model call while reading features.
-const FEATURE_BATCH: usize = 16;
-
 /// Without a terminal (a log, CI) the bar is hidden, so progress is printed as lines this often.
 const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
 
@@ -205,7 +202,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         FeatureCache::new(
             args.feature_cache
                 .clone()
-                .unwrap_or_else(default_feature_cache),
+                .unwrap_or_else(aegis_teach::feature_cache_dir),
         )
     });
     let progress = ProgressBar::new(messages.len() as u64);
@@ -213,32 +210,34 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         ProgressStyle::with_template("reading messages {bar:40} {pos}/{len}  ETA {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut usable = Vec::with_capacity(messages.len());
-    let mut features: Vec<MessageFeatures> = Vec::with_capacity(messages.len());
-    let mut lines = (!std::io::stderr().is_terminal()).then(|| ProgressLines::new(messages.len()));
-    for chunk in messages.chunks(FEATURE_BATCH) {
-        let texts: Vec<&str> = chunk.iter().map(|m| m.text.as_str()).collect();
-        let read = message_features(&guard, &texts, cache.as_ref(), depth, args.prompt_scores);
-        for (message, result) in chunk.iter().zip(read) {
-            match result {
-                Ok(f) => {
-                    features.push(f);
-                    usable.push(message.clone());
-                }
-                Err(e) => progress.suspend(|| {
-                    eprintln!(
-                        "skipped {}: {e}",
-                        message.id.as_deref().unwrap_or("a message")
-                    )
-                }),
-            }
+    let lines =
+        Mutex::new((!std::io::stderr().is_terminal()).then(|| ProgressLines::new(messages.len())));
+    let report = |_: &str, done: usize, _: usize| {
+        progress.set_position(done as u64);
+        if let Some(lines) = lines.lock().ok().as_mut().and_then(|l| l.as_mut()) {
+            lines.reached(done);
         }
-        progress.inc(chunk.len() as u64);
-        if let Some(lines) = &mut lines {
-            lines.advance(chunk.len());
-        }
-    }
+    };
+    let texts: Vec<&str> = messages.iter().map(|m| m.text.as_str()).collect();
+    let (read, _) = aegis_teach::read_features(
+        &guard,
+        &texts,
+        cache.as_ref(),
+        depth,
+        args.prompt_scores,
+        "reading messages",
+        &aegis_teach::Progress {
+            report: &report,
+            cancel: &AtomicBool::new(false),
+        },
+    )?;
     progress.finish_and_clear();
+    // A message the model could not read was logged and is left out.
+    let (usable, features): (Vec<LabelledMessage>, Vec<MessageFeatures>) = messages
+        .into_iter()
+        .zip(read)
+        .filter_map(|(m, f)| f.map(|f| (m, f)))
+        .unzip();
 
     let defaults = TrainOptions::default();
     let options = TrainOptions {
@@ -253,37 +252,34 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     let out_dir = args.out.clone().unwrap_or_else(|| live_dir.clone());
     for key in &keys {
         let started = Instant::now();
-        let mut trained = train_validator(&guard, key, &usable, &features, &search, &options)?;
-        print_report(&trained);
+        let fitted = aegis_teach::fit_validator(
+            &guard,
+            key,
+            &usable,
+            &features,
+            &search,
+            &options,
+            args.tune_thresholds.then_some(args.benign_budget),
+        )?;
+        print_report(&fitted.trained);
         eprintln!(
             "{key}: trained in {:.1} s (features read beforehand)",
             started.elapsed().as_secs_f64()
         );
-        let threshold = if args.tune_thresholds {
-            let budget = tune_threshold(&guard, &trained, args.benign_budget)?;
-            // The author's near misses draw the line where the benign data cannot.
-            let near_miss =
-                aegis_teach::near_miss_threshold(key, &usable, &trained.chosen.out_of_fold);
-            if let Some(line) = near_miss.filter(|&n| budget.is_none_or(|b| n > b)) {
-                eprintln!(
-                    "{key}: threshold raised to {line:.3}, the line your examples draw (at most {:.0}% of the taught near misses fail)",
-                    aegis_teach::NEAR_MISS_BUDGET * 100.0
-                );
-            }
-            aegis_teach::higher_threshold(budget, near_miss)
-        } else {
-            None
-        };
-        if let Some(warning) = aegis_teach::topic_warning(
-            &trained.chosen.out_of_fold,
-            &trained.labels,
-            threshold,
-            aegis_teach::taught_near_misses(key, &usable),
-        ) {
+        if args.tune_thresholds {
+            print_budget_choice(&guard, key, fitted.budget.as_ref(), args.benign_budget);
+        }
+        if let (true, Some(line)) = (fitted.raised_by_examples(), fitted.threshold) {
+            eprintln!(
+                "{key}: threshold raised to {line:.3}, the line your examples draw (at most {:.0}% of the taught near misses fail)",
+                aegis_teach::NEAR_MISS_BUDGET * 100.0
+            );
+        }
+        if let Some(warning) = &fitted.topic_warning {
             eprintln!("warning: {key}: {warning}");
         }
-        // The head keeps the threshold tuned with it (three decimals, as templates write them).
-        trained.head.training.threshold = threshold.map(|t| (t * 1000.0).round() / 1000.0);
+        let threshold = fitted.threshold;
+        let trained = fitted.trained;
         let threshold = threshold.or_else(|| {
             guard
                 .validators()
@@ -379,29 +375,21 @@ fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usiz
         .collect()
 }
 
-/// Picks the threshold on the shipped head's out-of-fold probabilities (held out, so the choice
-/// is measured honestly): the highest recall that flags at most `budget` of the benign rows,
-/// nested in the same folds (by source: each fold's benign rows are cut at the threshold the
-/// other sources chose). Returns the threshold chosen.
-fn tune_threshold(
+/// The line on the threshold the benign budget chose on the head's out-of-fold probabilities
+/// (nested in the same folds: by source, each fold's benign rows are cut at the threshold the
+/// other sources chose).
+fn print_budget_choice(
     guard: &aegis_guard::Guard,
-    trained: &ValidatorTraining,
+    key: &str,
+    choice: Option<&BudgetChoice>,
     budget: f64,
-) -> Result<Option<f64>> {
-    let key = &trained.key;
-    let Some(validator) = guard.validators().iter().find(|v| &v.key == key) else {
-        return Ok(None);
+) {
+    let Some(validator) = guard.validators().iter().find(|v| v.key == key) else {
+        return;
     };
-    let Some(choice) = aegis_eval::choose_threshold_for_budget(
-        &trained.chosen.out_of_fold,
-        &trained.labels,
-        &trained.benign,
-        budget,
-        &trained.chosen.fold_of,
-        3,
-    ) else {
+    let Some(choice) = choice else {
         eprintln!("{key}: threshold not tuned (no benign rows in its data)");
-        return Ok(None);
+        return;
     };
     let text = aegis_eval::metric_text;
     println!(
@@ -415,7 +403,6 @@ fn tune_threshold(
         text(choice.precision),
         text(choice.f1),
     );
-    Ok(Some(choice.threshold))
 }
 
 /// Progress as plain lines, for a log that has no terminal to draw a bar on.
@@ -438,8 +425,8 @@ impl ProgressLines {
         }
     }
 
-    fn advance(&mut self, by: usize) {
-        self.done += by;
+    fn reached(&mut self, done: usize) {
+        self.done = done;
         if self.last.elapsed() < PROGRESS_LINE_EVERY && self.done < self.total {
             return;
         }

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use aegis_guard::Guard;
+use aegis_guard::{Guard, ScoreSource};
 
 use crate::dataset::Dataset;
 use crate::report::{DatasetInfo, ModelInfo, RunInfo, RunTemplate, ScoredRow};
@@ -35,7 +35,7 @@ pub fn run_info(guard: &Guard, dataset: &Dataset, templates_from: &str) -> RunIn
                 name: v.name.clone(),
                 content_hash: v.content_hash.clone(),
                 threshold: f64::from(v.threshold),
-                scored_by: if head.is_some() { "head" } else { "prompt" }.to_string(),
+                scored_by: ScoreSource::deciding(head.is_some()).as_str().to_string(),
                 content: v.content.clone(),
             })
             .collect(),

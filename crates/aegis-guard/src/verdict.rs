@@ -33,6 +33,25 @@ pub enum ScoreSource {
     Head,
 }
 
+impl ScoreSource {
+    /// What decides a validator that has a head (`with_head`) or only its prompt.
+    pub fn deciding(with_head: bool) -> Self {
+        if with_head {
+            Self::Head
+        } else {
+            Self::Prompt
+        }
+    }
+
+    /// The word history, reports and the API write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prompt => "prompt",
+            Self::Head => "head",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ValidatorResult {

@@ -113,8 +113,12 @@ impl BuiltGuard {
 pub enum SetupError {
     #[error("loading {model}: {source}")]
     Model { model: String, source: EngineError },
+    /// Boxed: a remote error is large, and every setup call returns this type.
     #[error("the model server at {url}: {source}")]
-    Server { url: String, source: RemoteError },
+    Server {
+        url: String,
+        source: Box<RemoteError>,
+    },
     #[error("the encoder {name:?}: {source}")]
     Encoder { name: String, source: EngineError },
     #[error(transparent)]
@@ -138,7 +142,7 @@ impl GuardSetup {
                 .map(|remote| Arc::new(remote) as Arc<dyn LanguageModel>)
                 .map_err(|source| SetupError::Server {
                     url: url.clone(),
-                    source,
+                    source: Box::new(source),
                 }),
             ModelSource::Local(request) => {
                 let started = Instant::now();

@@ -1,7 +1,7 @@
 //! Recording a verdict: message, verdict, results, template versions and import progress in one
 //! transaction, so a crash leaves either all of it or none.
 
-use aegis_guard::{ScoreSource, Verdict};
+use aegis_guard::Verdict;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
@@ -180,10 +180,7 @@ impl Store {
             .bind(r.caught_in_context)
             .bind(r.mention_score.map(f64::from))
             .bind(r.read_as_mention)
-            .bind(match r.decided_by {
-                ScoreSource::Prompt => "prompt",
-                ScoreSource::Head => "head",
-            })
+            .bind(r.decided_by.as_str())
             .bind(as_written(r.threshold))
             .bind(r.passed)
             .bind(r.latency_ms)

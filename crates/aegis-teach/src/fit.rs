@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use aegis_guard::{
-    message_features, train_validator, FeatureCache, Guard, LabelledMessage, LayerSearch,
-    MessageFeatures,
+    message_features, FeatureCache, Guard, LabelledMessage, LayerSearch, MessageFeatures,
 };
 use aegis_heads::{CvMetrics, Head, TrainOptions};
 use serde::Serialize;
@@ -143,6 +142,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         &texts,
         request.cache,
         depth,
+        false,
         "reading messages",
         progress,
     )?;
@@ -159,25 +159,17 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         candidates: vec![layers.clone()],
         screen_alpha: 100.0,
     };
-    let mut trained = train_validator(
+    let fitted = crate::fit_validator(
         guard,
         key,
         &usable,
         &features,
         &search,
         &TrainOptions::default(),
+        Some(request.benign_budget),
     )?;
-    let choice = aegis_eval::choose_threshold_for_budget(
-        &trained.chosen.out_of_fold,
-        &trained.labels,
-        &trained.benign,
-        request.benign_budget,
-        &trained.chosen.fold_of,
-        3,
-    );
-    let near_miss = crate::near_miss_threshold(key, &usable, &trained.chosen.out_of_fold);
-    let threshold = crate::higher_threshold(choice.as_ref().map(|c| c.threshold), near_miss);
-    trained.head.training.threshold = threshold;
+    let threshold = fitted.threshold;
+    let trained = &fitted.trained;
     let train_seconds = started.elapsed().as_secs_f64();
     (progress.report)("training", 1, 1);
 
@@ -206,8 +198,8 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
     let chosen = &trained.chosen;
     // The budget's nested figures hold at its own threshold; once near misses raise it, the
     // out-of-fold scores at the raised one.
-    let at_threshold = match (&choice, threshold) {
-        (Some(c), Some(t)) if (t - c.threshold).abs() < 1e-9 => Figures {
+    let at_threshold = match (&fitted.budget, threshold) {
+        (Some(c), Some(_)) if !fitted.raised_by_examples() => Figures {
             recall: c.recall,
             precision: c.precision,
             benign_false_positive_rate: c.benign_false_positive_rate,
@@ -241,15 +233,10 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         recall: at_threshold.recall,
         precision: at_threshold.precision,
         benign_false_positive_rate: at_threshold.benign_false_positive_rate,
-        benign_rows: choice.as_ref().map_or(0, |c| c.benign_rows),
-        near_miss_threshold: near_miss,
+        benign_rows: fitted.budget.as_ref().map_or(0, |c| c.benign_rows),
+        near_miss_threshold: fitted.near_miss,
         taught_still_wrong,
-        topic_warning: crate::topic_warning(
-            &chosen.out_of_fold,
-            &trained.labels,
-            threshold,
-            crate::taught_near_misses(key, &usable),
-        ),
+        topic_warning: fitted.topic_warning,
         alpha: trained.head.training.alpha,
         layers: trained.head.features.label(),
         encoded,
@@ -257,7 +244,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         train_seconds,
     };
     Ok(TaughtHead {
-        head: trained.head,
+        head: fitted.trained.head,
         figures,
         flips,
     })
@@ -316,13 +303,15 @@ pub(crate) fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -
         .map(f64::from)
 }
 
-/// Features of `texts` in batches, from the cache where it has them; `None` for a text the model
-/// could not read. Returns them and how many the model encoded.
-pub(crate) fn read_features(
+/// Features of `texts` in batches, from the cache where it has them, with every validator's
+/// prompt score too when `prompt_scores`; `None` for a text the model could not read (logged).
+/// Returns them and how many the model encoded.
+pub fn read_features(
     guard: &Guard,
     texts: &[&str],
     cache: Option<&FeatureCache>,
     depth: usize,
+    prompt_scores: bool,
     what: &str,
     progress: &Progress,
 ) -> Result<(Vec<Option<MessageFeatures>>, usize)> {
@@ -336,9 +325,10 @@ pub(crate) fn read_features(
             chunk.iter().filter(|t| !c.holds(guard, t)).count()
         });
         encoded += uncached;
-        for (text, result) in chunk
-            .iter()
-            .zip(message_features(guard, chunk, cache, depth, false))
+        for (text, result) in
+            chunk
+                .iter()
+                .zip(message_features(guard, chunk, cache, depth, prompt_scores))
         {
             match result {
                 Ok(f) => out.push(Some(f)),
@@ -376,7 +366,15 @@ fn flips(
         .max()
         .unwrap_or(1);
     let texts: Vec<&str> = candidates.iter().map(|(t, _)| t.as_str()).collect();
-    let (features, _) = read_features(guard, &texts, cache, depth, "checking for flips", progress)?;
+    let (features, _) = read_features(
+        guard,
+        &texts,
+        cache,
+        depth,
+        false,
+        "checking for flips",
+        progress,
+    )?;
     let mut flips: Vec<HeadFlip> = candidates
         .iter()
         .zip(features)

@@ -9,6 +9,7 @@ mod author_figures;
 mod data;
 mod error;
 mod fit;
+mod fit_validator;
 mod near_miss;
 mod suggest;
 mod versions;
@@ -33,7 +34,8 @@ pub use suggest::{
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for
 /// heads a team trains, in the Teach view or with `aegis train --tune-thresholds`.
 pub const BENIGN_BUDGET: f64 = 0.01;
-pub use fit::{fit_head, FitRequest, HeadFlip, Progress, TaughtHead, TeachFigures};
+pub use fit::{fit_head, read_features, FitRequest, HeadFlip, Progress, TaughtHead, TeachFigures};
+pub use fit_validator::{feature_cache_dir, fit_validator, FittedValidator};
 pub use versions::{
     apply_head, finish_interrupted_applies, interrupted_applies, revert_head, FAULT_POINT_EXIT,
 };

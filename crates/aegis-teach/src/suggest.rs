@@ -140,6 +140,7 @@ pub fn suggest(
         &texts,
         request.cache,
         depth,
+        false,
         "scoring candidates",
         progress,
     )?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aegis_guard::{Guard, GuardError, Verdict};
+use aegis_guard::{Guard, GuardError, ScoreSource, Verdict};
 use aegis_runtime::{LoadedGuard, WorkerError};
 use aegis_store::TemplateSave;
 use serde::Serialize;
@@ -44,11 +44,7 @@ impl Console {
                     .as_ref()
                     .and_then(|g| {
                         let slot = g.validators().iter().position(|v| v.key == key)?;
-                        Some(if g.heads()[slot].is_some() {
-                            "head"
-                        } else {
-                            "prompt"
-                        })
+                        Some(ScoreSource::deciding(g.heads()[slot].is_some()).as_str())
                     })
                     .unwrap_or("off");
                 let (name, threshold, content_hash, problem) = match parsed {
