@@ -1,3 +1,5 @@
+mod build_ipc;
+
 fn main() {
     // The window's files are embedded at compile time. Before `npm run build` has made them (a
     // fresh clone running `cargo test`), embed a page that says so instead of failing to compile.
@@ -16,9 +18,13 @@ fn main() {
     // permissions, the capability's set, the handler list and the window's `Command` type all
     // come from that file.
     println!("cargo:rerun-if-changed=src/commands.rs");
-    let commands = declared_commands(
+    let declared = build_ipc::declared_commands(
         &std::fs::read_to_string("src/commands.rs").expect("read src/commands.rs"),
     );
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    // The window's typed calls, written to ui/src/bindings by the bindings test.
+    write_if_changed(out.join("Commands.ts"), &build_ipc::typescript(&declared));
+    let commands: Vec<String> = declared.into_iter().map(|c| c.name).collect();
     // Declaring them makes each one a permission (`allow-check`, ...); the capability grants the
     // set below, so the window can call nothing that is not a command.
     let set: Vec<String> = commands
@@ -32,14 +38,11 @@ fn main() {
             set.join(", ")
         ),
     );
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let handlers: Vec<String> = commands.iter().map(|c| format!("commands::{c}")).collect();
     write_if_changed(
         out.join("handlers.rs"),
         &format!("tauri::generate_handler![{}]\n", handlers.join(", ")),
     );
-    let names: Vec<String> = commands.iter().map(|c| format!("\"{c}\"")).collect();
-    write_if_changed(out.join("command_names.txt"), &names.join(" | "));
     // The manifest wants 'static names; a build script runs once, so leaking them costs nothing.
     let names: &'static [&'static str] = Box::leak(
         commands
@@ -53,36 +56,6 @@ fn main() {
             .app_manifest(tauri_build::AppManifest::new().commands(names)),
     )
     .expect("tauri build script");
-}
-
-/// The functions marked `#[tauri::command]`, in file order.
-fn declared_commands(source: &str) -> Vec<String> {
-    let mut commands = Vec::new();
-    let mut marked = false;
-    for line in source.lines().map(str::trim) {
-        if line == "#[tauri::command]" {
-            marked = true;
-            continue;
-        }
-        if marked {
-            let signature = line
-                .strip_prefix("pub async fn ")
-                .or_else(|| line.strip_prefix("pub fn "));
-            if let Some(rest) = signature {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                commands.push(name);
-            }
-            marked = false;
-        }
-    }
-    assert!(
-        !commands.is_empty(),
-        "no #[tauri::command] in src/commands.rs"
-    );
-    commands
 }
 
 /// Writes only on a change, so an unchanged list does not trigger rebuilds.

@@ -80,6 +80,7 @@ pub async fn import_file(
     Ok(console.import(import_id, &path, column).await?)
 }
 
+/// Stops a running import, evaluation or training by the id it was started with.
 #[tauri::command]
 pub fn cancel_run(console: Console_<'_>, run_id: String) -> bool {
     console.cancel(&run_id)
@@ -308,6 +309,8 @@ pub async fn create_validator(console: Console_<'_>, validator: NewValidator) ->
     Ok(console.create_validator(validator).await?)
 }
 
+/// Trains a validator's head without applying it; progress arrives as `train` events, and
+/// `cancel_run(train_id)` stops it.
 #[tauri::command]
 pub async fn train_head(
     console: Console_<'_>,

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use aegis_engine::ModelRequest;
-use aegis_guard::RejectionMode;
+use aegis_guard::{Language, RejectionMode};
 use aegis_runtime::HeadsRead;
 use serde::{Deserialize, Serialize};
 
@@ -32,12 +32,34 @@ pub struct Settings {
     pub prompts_dir: String,
     /// Have the model write each rejection message (slower); else the templates' own.
     pub generate_rejection: bool,
-    /// "auto" (the message's language), "id" or "en".
-    pub rejection_language: String,
+    pub rejection_language: RejectionLanguage,
     /// Passed verdicts this close to a threshold join the review queue.
     pub review_margin: f64,
     pub reviewer: String,
     pub http: HttpSettings,
+}
+
+/// The language rejection messages are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum RejectionLanguage {
+    /// The message's own language, detected.
+    #[default]
+    Auto,
+    Id,
+    En,
+}
+
+impl RejectionLanguage {
+    /// The language every rejection is written in; `None` follows each message.
+    pub fn fixed(self) -> Option<Language> {
+        match self {
+            Self::Auto => None,
+            Self::Id => Some(Language::Indonesian),
+            Self::En => Some(Language::English),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +87,7 @@ impl Default for Settings {
             encoder: aegis_runtime::DEFAULT_HEADS_READ.into(),
             prompts_dir: String::new(),
             generate_rejection: false,
-            rejection_language: "auto".into(),
+            rejection_language: RejectionLanguage::Auto,
             review_margin: 0.15,
             reviewer: "reviewer".into(),
             http: HttpSettings::default(),
@@ -126,12 +148,6 @@ impl Settings {
         self.heads_read()?;
         if let Some(url) = self.backend_url() {
             aegis_remote::check_server_url(url).map_err(ConsoleError::Invalid)?;
-        }
-        if !matches!(self.rejection_language.as_str(), "auto" | "id" | "en") {
-            return invalid(format!(
-                "rejection language {:?}: use auto, id or en",
-                self.rejection_language
-            ));
         }
         if !(0.0..=0.5).contains(&self.review_margin) {
             return invalid("the review margin must be between 0 and 0.5".into());
@@ -208,11 +224,9 @@ mod tests {
 
     #[test]
     fn refuses_bad_values() {
-        let french = Settings {
-            rejection_language: "fr".into(),
-            ..Settings::default()
-        };
-        assert!(french.validate().is_err());
+        // A language the rejections are not written in cannot even be read.
+        let french = serde_json::from_str::<Settings>(r#"{"rejection_language": "fr"}"#);
+        assert!(french.is_err());
         let wide = Settings {
             review_margin: 0.9,
             ..Settings::default()

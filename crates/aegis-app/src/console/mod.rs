@@ -224,7 +224,7 @@ impl Console {
     }
 
     fn rejection_language(&self) -> Option<Language> {
-        Language::from_code(&lock(&self.settings).rejection_language)
+        lock(&self.settings).rejection_language.fixed()
     }
 
     pub fn app_info(&self) -> AppInfo {
