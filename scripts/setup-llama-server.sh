@@ -11,8 +11,8 @@
 # Takes about 20 minutes on 2 cores the first time; afterwards it only checks the binary runs.
 set -euo pipefail
 
-LLAMA_CPP_PYTHON_VERSION="0.3.36"
-LLAMA_CPP_PYTHON_SHA256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+# shellcheck source=lib/llama-cpp-source.sh
+source "$(dirname "$0")/lib/llama-cpp-source.sh"
 
 cache="${AEGIS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aegis}"
 dest="$cache/llama-server-$LLAMA_CPP_PYTHON_VERSION"
@@ -33,16 +33,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 log "downloading llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION (source) from PyPI"
-# --no-binary for this one package only: ':all:' would also build cmake from source.
-python3 -m pip download --quiet --no-deps --disable-pip-version-check --no-binary llama-cpp-python \
-  -d "$work" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" || die "pip could not download llama-cpp-python"
-sdist="$work/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz"
-[ -f "$sdist" ] || die "expected $sdist after the download"
-got=$(sha256sum "$sdist" | cut -d' ' -f1)
-[ "$got" = "$LLAMA_CPP_PYTHON_SHA256" ] || die "checksum mismatch for $(basename "$sdist"): expected $LLAMA_CPP_PYTHON_SHA256, got $got"
-tar -xzf "$sdist" -C "$work"
-src="$work/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
-[ -f "$src/CMakeLists.txt" ] || die "no vendored llama.cpp in the sdist"
+src=$(llama_cpp_source "$work") || die "no llama.cpp source"
 
 log "installing cmake and ninja from PyPI into a build environment"
 python3 -m venv "$work/venv"

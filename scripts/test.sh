@@ -13,6 +13,10 @@ bash scripts/setup-encoder.sh >/dev/null
 # llama.cpp's server, for the remote backend's tests against a real inference server.
 AEGIS_LLAMA_SERVER="$(bash scripts/setup-llama-server.sh)"
 export AEGIS_LLAMA_SERVER
+# EmbeddingGemma as a GGUF with its dense projections, for the heads' tests through
+# `llama-server --embeddings` (--encoder-server).
+AEGIS_ENCODER_GGUF="$(bash scripts/setup-encoder-gguf.sh | tail -1)"
+export AEGIS_ENCODER_GGUF
 # schemathesis, for the test that holds /openapi.json to what a live server does.
 AEGIS_SCHEMATHESIS="$(bash scripts/setup-schemathesis.sh)"
 export AEGIS_SCHEMATHESIS

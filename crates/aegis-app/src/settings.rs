@@ -28,6 +28,9 @@ pub struct Settings {
     /// `prompt_guard/heads/decoder/`; no second download), a sentence-transformers folder or a
     /// hub id. Heads trained for another encoder are refused and their prompts decide.
     pub encoder: String,
+    /// A shared `/v1/embeddings` server (llama.cpp, vLLM, Text Embeddings Inference) serving
+    /// EmbeddingGemma for the heads, e.g. http://gpu-box:8081; empty runs the encoder here.
+    pub encoder_server: String,
     /// The validator templates; the shipped `prompt_guard/` when empty.
     pub prompts_dir: String,
     /// Have the model write each rejection message (slower); else the templates' own.
@@ -85,6 +88,7 @@ impl Default for Settings {
             weights: "auto".into(),
             backend: String::new(),
             encoder: aegis_runtime::DEFAULT_HEADS_READ.into(),
+            encoder_server: String::new(),
             prompts_dir: String::new(),
             generate_rejection: false,
             rejection_language: RejectionLanguage::Auto,
@@ -166,7 +170,9 @@ impl Settings {
 
     /// What the heads read, as the guard's one setup takes it.
     pub fn heads_read(&self) -> Result<HeadsRead, ConsoleError> {
-        HeadsRead::parse(&self.encoder).map_err(|e| ConsoleError::Invalid(e.to_string()))
+        HeadsRead::parse(&self.encoder)
+            .and_then(|read| read.served_by(Some(&self.encoder_server)))
+            .map_err(|e| ConsoleError::Invalid(e.to_string()))
     }
 
     pub fn rejection_mode(&self) -> RejectionMode {

@@ -44,6 +44,7 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
     let started = Instant::now();
     let mut reported_problems = 0;
     let mut first_report = true;
+    let mut was_paused = false;
     let summary = runtime.block_on(import_file(
         &store,
         &file,
@@ -63,8 +64,24 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
             }
             progress.set_position(p.rows_done);
             match &p.paused {
-                Some(why) => progress.set_message(format!("paused, retrying: {why}")),
-                None => progress.set_message(""),
+                Some(why) => {
+                    progress.set_message(format!("paused, retrying: {why}"));
+                    // Said once on stderr too, for a log with no progress bar to show it.
+                    if !std::mem::replace(&mut was_paused, true) {
+                        progress.suspend(|| {
+                            eprintln!(
+                                "paused at row {}: {why}; retrying until it answers",
+                                p.rows_done
+                            )
+                        });
+                    }
+                }
+                None => {
+                    progress.set_message("");
+                    if std::mem::take(&mut was_paused) {
+                        progress.suspend(|| eprintln!("resumed at row {}", p.rows_done));
+                    }
+                }
             }
             if p.bad_rows > reported_problems {
                 reported_problems = p.bad_rows;

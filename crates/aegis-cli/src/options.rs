@@ -52,6 +52,12 @@ pub struct GuardArgs {
     /// google/embeddinggemma-300m. Heads trained on another encoder are refused with a warning.
     #[arg(long, env = "AEGIS_ENCODER", default_value = aegis_runtime::DEFAULT_HEADS_READ)]
     pub encoder: String,
+    /// A shared server to take the heads' sentence embeddings from instead of running the
+    /// encoder here: any OpenAI-compatible `/v1/embeddings` serving EmbeddingGemma (llama.cpp's
+    /// `llama-server --embeddings`, vLLM, Text Embeddings Inference), e.g. http://gpu-box:8081.
+    /// Accepted only when it embeds the heads' probe texts as they recorded.
+    #[arg(long, env = "AEGIS_ENCODER_SERVER")]
+    pub encoder_server: Option<String>,
     #[arg(skip)]
     loaded_encoder: LoadedEncoder,
     /// Folder of validator templates; else AEGIS_PROMPTS, else ./prompt_guard, else beside
@@ -125,7 +131,8 @@ impl GuardArgs {
         };
         Ok(GuardSetup {
             model,
-            heads_read: HeadsRead::parse(&self.encoder)?,
+            heads_read: HeadsRead::parse(&self.encoder)?
+                .served_by(self.encoder_server.as_deref())?,
             prompts,
             rejection: RejectionMode::chosen(self.generate_rejection),
             language: None,
@@ -143,7 +150,7 @@ impl GuardArgs {
 
     /// Whether heads read a sentence encoder rather than the model's hidden states.
     pub fn encoder_chosen(&self) -> bool {
-        self.encoder.trim() != "decoder"
+        self.encoder.trim() != "decoder" || self.encoder_server.is_some()
     }
 
     /// The sentence encoder `--encoder` names, loaded once however many guards use it (`aegis

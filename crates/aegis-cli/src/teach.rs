@@ -112,6 +112,13 @@ pub enum HeadsCommand {
         #[command(flatten)]
         prompts: PromptsArg,
     },
+    /// Record in each head on the local encoder that lacks one the encoder's fingerprint (its
+    /// embeddings of fixed probe texts), so an `--encoder-server` can be checked against it;
+    /// `aegis train` records it for new heads. Applied as a new version of each head.
+    Fingerprint {
+        #[command(flatten)]
+        prompts: PromptsArg,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -285,7 +292,8 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
         let prompts = match &args.command {
             HeadsCommand::Versions { prompts, .. }
             | HeadsCommand::Apply { prompts, .. }
-            | HeadsCommand::Revert { prompts, .. } => prompts.prompts.as_deref(),
+            | HeadsCommand::Revert { prompts, .. }
+            | HeadsCommand::Fingerprint { prompts } => prompts.prompts.as_deref(),
         };
         // Listing needs no templates folder, so only a named one that is missing is an error.
         let prompts = match (aegis_guard::find_prompts_dir(prompts, None), &args.command) {
@@ -333,9 +341,57 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
                     &format!("{} is version {id} again", applied.path.display()),
                 );
             }
+            HeadsCommand::Fingerprint { .. } => {
+                let prompts = prompts.context("no templates folder")?;
+                record_fingerprints(&store, &prompts).await?;
+            }
         }
         Ok(ExitStatus::Passed)
     })
+}
+
+/// `aegis heads fingerprint`: the local encoder's fingerprint into each head trained on exactly
+/// its weights that has none.
+async fn record_fingerprints(store: &Store, prompts: &std::path::Path) -> Result<()> {
+    let setup = aegis_runtime::GuardSetup {
+        model: aegis_runtime::ModelSource::Local(aegis_engine::ModelRequest::new("default")),
+        heads_read: aegis_runtime::HeadsRead::parse(aegis_runtime::DEFAULT_HEADS_READ)?,
+        prompts: prompts.to_path_buf(),
+        rejection: aegis_guard::RejectionMode::chosen(false),
+        language: None,
+    };
+    let encoder = setup.load_encoder()?.context("no encoder")?;
+    let fingerprint = aegis_guard::encoder_fingerprint(encoder.as_ref())?;
+    let validators = aegis_guard::load_validators(prompts)?.validators;
+    for validator in &validators {
+        let path = aegis_guard::head_path(prompts, &validator.key, true);
+        let Ok(mut head) = Head::load(&path) else {
+            continue;
+        };
+        if head.model.fingerprint.is_some() {
+            println!("{}: has a fingerprint", validator.key);
+        } else if head.model.content_hash != encoder.info().content_hash {
+            println!(
+                "{}: trained on other encoder weights ({}); retrain it instead",
+                validator.key, head.model.content_hash
+            );
+        } else {
+            head.model.fingerprint = Some(fingerprint.clone());
+            let applied = aegis_teach::apply_head(
+                store,
+                prompts,
+                Some(validator),
+                &head,
+                "encoder fingerprint recorded",
+            )
+            .await?;
+            print_applied(
+                &applied,
+                &format!("{}: fingerprint recorded", validator.key),
+            );
+        }
+    }
+    Ok(())
 }
 
 async fn print_versions(store: &Store, validator: &str, json: bool) -> Result<()> {

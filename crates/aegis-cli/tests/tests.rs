@@ -5,6 +5,7 @@ use std::process::{Command, Output};
 
 mod adapt;
 mod conversations;
+mod encoder_server;
 mod eval;
 mod gpu;
 mod guarded_chat;
@@ -28,6 +29,7 @@ fn aegis_command(args: &[&str]) -> Command {
         .env_remove("AEGIS_PROMPTS")
         .env_remove("AEGIS_MODEL")
         .env_remove("AEGIS_BACKEND")
+        .env_remove("AEGIS_ENCODER_SERVER")
         .env("AEGIS_DB", fresh_db());
     command
 }

@@ -25,9 +25,9 @@ pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use encoder::{
-    default_encoder_dir, resolve_encoder, EmbeddingGemma, EncoderAdapter, EncoderArithmetic,
-    EncoderInfo, EncoderOutput, EncoderReading, EncoderSpec, LowRankUpdate, Projection,
-    SentenceEncoder, ENCODER_DIR_ENV,
+    default_encoder_dir, encoder_tokens, resolve_encoder, EmbeddingGemma, EncoderAdapter,
+    EncoderArithmetic, EncoderInfo, EncoderOutput, EncoderReading, EncoderSpec, LowRankUpdate,
+    Projection, SentenceEncoder, CLASSIFICATION_PROMPT, ENCODER_DIR_ENV,
 };
 pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};

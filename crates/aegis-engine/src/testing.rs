@@ -192,6 +192,7 @@ impl FakeEncoder {
                 layers: 2,
                 device: "cpu".into(),
                 weight_format: "f32".into(),
+                matches_weights: None,
             },
             embedded: AtomicUsize::new(0),
             last_reading: std::sync::Mutex::new(None),

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use aegis_engine::{
     EncoderInfo, EncoderOutput, EncoderReading, Encoding, ModelInfo, Prompt, Segment,
+    SentenceEncoder,
 };
-use aegis_heads::{Encoder, Features, Head};
+use aegis_heads::{probe_texts, Encoder, EncoderFingerprint, Features, Head};
 
 use crate::error::GuardError;
 use crate::template::{hex_sha256, Validator};
@@ -201,6 +202,20 @@ pub fn heads_unavailable(model: &ModelInfo) -> Option<String> {
     })
 }
 
+/// The encoder's embeddings of the fingerprint probes, for a head to record what it was trained
+/// on and a served encoder to be checked against it.
+pub fn encoder_fingerprint(
+    encoder: &dyn SentenceEncoder,
+) -> aegis_engine::Result<EncoderFingerprint> {
+    let texts = probe_texts();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let embeddings = encoder
+        .embed_batch(&texts)
+        .into_iter()
+        .collect::<aegis_engine::Result<Vec<_>>>()?;
+    Ok(EncoderFingerprint::from_embeddings(embeddings))
+}
+
 /// Whether `head` can score `validator` with `model` loaded and `encoder` (if any) chosen for the
 /// heads to read: a head runs only on exactly the weights and context it was trained on, and only
 /// when its encoder is the one the heads read (one encoding per verdict).
@@ -227,7 +242,9 @@ pub fn check_binding(
                 .into(),
         ),
         (Encoder::EmbeddingGemma, Some(encoder)) => {
-            if head.model.content_hash != encoder.content_hash {
+            let same_weights = head.model.content_hash == encoder.content_hash
+                || encoder.matches_weights.as_deref() == Some(head.model.content_hash.as_str());
+            if !same_weights {
                 return Err(other_weights(
                     "encoder",
                     head,

@@ -25,9 +25,10 @@ pub use guard::{
     Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
 };
 pub use heads::{
-    check_binding, encoder_adapter, encoder_context_hash, encoder_reading, encoding_context_hash,
-    encoding_prompt, head_input, head_path, heads_dir, heads_unavailable, layers_read, load_heads,
-    EncoderRead, DECODER_HEADS_DIR, ENCODER_ADAPTER_FILE, ENCODING_PREAMBLE, HEADS_DIR,
+    check_binding, encoder_adapter, encoder_context_hash, encoder_fingerprint, encoder_reading,
+    encoding_context_hash, encoding_prompt, head_input, head_path, heads_dir, heads_unavailable,
+    layers_read, load_heads, EncoderRead, DECODER_HEADS_DIR, ENCODER_ADAPTER_FILE,
+    ENCODING_PREAMBLE, HEADS_DIR,
 };
 pub use input::{
     answer_prompt, fitting_answer_prompt, turn_from_parts, validate_conversation, EarlierTurns,

@@ -149,6 +149,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
         model: ModelBinding {
             id: "fake".into(),
             content_hash: "0".repeat(64),
+            fingerprint: None,
         },
         training: TrainingRecord {
             data_sha256: String::new(),
@@ -260,6 +261,7 @@ fn heads_for_another_model_or_preamble_are_refused_with_the_reason() {
     other_model.model = ModelBinding {
         id: "gemma-3-4b-it".into(),
         content_hash: "f".repeat(64),
+        fingerprint: None,
     };
     let err = guard(FakeModel::new(vec![]))
         .with_head(other_model.clone())
@@ -345,6 +347,7 @@ pub(crate) fn encoder_head(key: &str, weights: Vec<f32>, bias: f32) -> Head {
     head.model = ModelBinding {
         id: encoder.info.id.clone(),
         content_hash: encoder.info.content_hash.clone(),
+        fingerprint: None,
     };
     head
 }

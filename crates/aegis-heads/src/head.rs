@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HeadError, Result};
+use crate::fingerprint::EncoderFingerprint;
 
 /// Version of the file layout; a reader refuses layouts it does not know. Format 1 heads read
 /// the final hidden state inside a validator's own prompt; format 2 heads read chosen layers of
@@ -83,12 +84,17 @@ fn layers_label(layers: &[usize]) -> String {
 }
 
 /// The model whose hidden states a head was trained on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelBinding {
     pub id: String,
     /// sha256 of the weights; a head is used only with exactly these weights.
     pub content_hash: String,
+    /// The encoder's embeddings of fixed probe texts, so an encoder on a server, whose weights
+    /// cannot be hashed here, can be checked against the one the head was trained on. Absent
+    /// for heads on the decoder and heads written before servers could embed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<EncoderFingerprint>,
 }
 
 /// Cross-validated quality, from out-of-fold calibrated probabilities.
@@ -278,6 +284,7 @@ mod tests {
             model: ModelBinding {
                 id: "m".into(),
                 content_hash: "ab".into(),
+                fingerprint: None,
             },
             training: TrainingRecord {
                 data_sha256: "ef".into(),

@@ -7,6 +7,7 @@
 //! It knows nothing of models or templates: features are plain vectors.
 
 mod error;
+mod fingerprint;
 mod folds;
 mod head;
 mod metrics;
@@ -15,6 +16,7 @@ mod train;
 mod weights;
 
 pub use error::{HeadError, Result};
+pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding, MIN_PROBE_COSINE};
 pub use head::{
     candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
     HEAD_FORMAT,

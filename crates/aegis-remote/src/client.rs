@@ -42,10 +42,15 @@ pub(crate) struct Client {
     options: ClientOptions,
 }
 
+/// The longest `Retry-After` a request waits for before the next try.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
 /// One failed try, and whether another may succeed.
 struct Failure {
     message: String,
     transient: bool,
+    /// How long the server asked to be left alone (`Retry-After` in seconds), where it did.
+    retry_after: Option<Duration>,
 }
 
 impl Client {
@@ -114,6 +119,15 @@ impl Client {
             .ok_or_else(|| self.error(format!("{path} is not found there")))
     }
 
+    /// `post`, with `None` where the server has no such path (a 404).
+    pub async fn post_optional(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<Option<Value>, EngineError> {
+        self.send(path, Some(body)).await
+    }
+
     async fn send(&self, path: &str, body: Option<&Value>) -> Result<Option<Value>, EngineError> {
         let mut pause = self.options.backoff;
         let mut tries_left = self.options.retries;
@@ -122,7 +136,11 @@ impl Client {
                 Ok(answer) => return Ok(answer),
                 Err(failure) if failure.transient && tries_left > 0 => {
                     tracing::warn!(url = %self.url, path, problem = %failure.message, "model server request failed; retrying");
-                    tokio::time::sleep(pause).await;
+                    // A busy server's own estimate wins over ours, within reason.
+                    let wait = failure
+                        .retry_after
+                        .map_or(pause, |asked| asked.clamp(pause, MAX_RETRY_AFTER));
+                    tokio::time::sleep(wait).await;
                     pause *= 2;
                     tries_left -= 1;
                 }
@@ -146,25 +164,37 @@ impl Client {
         let response = request.send().await.map_err(|e| Failure {
             message: describe(&e, &self.options),
             transient: e.is_connect() || e.is_timeout() || e.is_request(),
+            retry_after: None,
         })?;
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let text = response.text().await.map_err(|e| Failure {
             message: describe(&e, &self.options),
             transient: e.is_timeout(),
+            retry_after: None,
         })?;
         if !status.is_success() {
             let shown: String = text.chars().take(300).collect();
             return Err(Failure {
                 message: format!("answered {status}: {shown}"),
-                transient: status.is_server_error(),
+                // Too many requests: a busy server, not a refusal.
+                transient: status.is_server_error()
+                    || status == reqwest::StatusCode::TOO_MANY_REQUESTS,
+                retry_after,
             });
         }
         serde_json::from_str(&text).map(Some).map_err(|e| Failure {
             message: format!("answered with something other than JSON ({e})"),
             transient: false,
+            retry_after: None,
         })
     }
 }

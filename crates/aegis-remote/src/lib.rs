@@ -1,7 +1,9 @@
-//! The guard's model on a shared inference server: llama.cpp's `llama-server` or vLLM, behind the
-//! engine's `LanguageModel` trait. Prompts are rendered and tokenised here, with the same
-//! tokenizer and prompt boundary as the local engine, and sent as token ids; P(Yes) comes from the
-//! answer position's log-probabilities of `Yes` and `No`, renormalised over the two.
+//! The guard's models on a shared inference server: the decoder (llama.cpp's `llama-server` or
+//! vLLM) behind the engine's `LanguageModel` trait, and the heads' sentence encoder (any
+//! `/v1/embeddings` server) behind its `SentenceEncoder` trait. Prompts are rendered and
+//! tokenised here, with the same tokenizer and prompt boundary as the local engine, and sent as
+//! token ids; P(Yes) comes from the answer position's log-probabilities of `Yes` and `No`,
+//! renormalised over the two.
 //!
 //! The trait is synchronous (the model worker's thread calls it); this crate owns a small Tokio
 //! runtime to send a message's prompts concurrently, so the server can batch them. Call it from
@@ -9,6 +11,7 @@
 
 mod client;
 mod dialect;
+mod encoder;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
@@ -24,6 +27,7 @@ use serde_json::Value;
 
 pub use client::ClientOptions;
 pub use dialect::{Dialect, VLLM_TOP_LOGPROBS};
+pub use encoder::RemoteEncoder;
 
 use client::Client;
 
@@ -41,7 +45,7 @@ pub enum RemoteError {
     #[error(transparent)]
     Server(#[from] EngineError),
     #[error(
-        "the server at {url} tokenizes differently from ours ({ours_file}): {probe:?} is {ours:?} here and {theirs:?} there; point --backend at a server running a Gemma 3 model"
+        "the server at {url} tokenizes differently from ours ({ours_file}): {probe:?} is {ours:?} here and {theirs:?} there; it must serve a Gemma 3 model (EmbeddingGemma for an encoder server)"
     )]
     TokenizerMismatch {
         url: String,

@@ -16,19 +16,33 @@ const LLAMA_CPP_PYTHON_VERSION: &str = "0.3.36";
 const SLOTS: usize = 4;
 const SLOT_CONTEXT: usize = 2048;
 
-/// Where the setup script leaves the binary, unless `AEGIS_LLAMA_SERVER` names one.
-pub fn llama_server_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("AEGIS_LLAMA_SERVER") {
+/// Where `scripts/setup-encoder-gguf.sh` leaves EmbeddingGemma's GGUF, unless
+/// `AEGIS_ENCODER_GGUF` names one.
+pub fn encoder_gguf() -> PathBuf {
+    if let Some(path) = std::env::var_os("AEGIS_ENCODER_GGUF") {
         return PathBuf::from(path);
     }
-    let cache = std::env::var_os("AEGIS_CACHE")
+    aegis_cache()
+        .join(format!("encoder-gguf-{LLAMA_CPP_PYTHON_VERSION}"))
+        .join("embeddinggemma-300m-f32.gguf")
+}
+
+fn aegis_cache() -> PathBuf {
+    std::env::var_os("AEGIS_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             dirs::cache_dir()
                 .unwrap_or_else(std::env::temp_dir)
                 .join("aegis")
-        });
-    cache
+        })
+}
+
+/// Where the setup script leaves the binary, unless `AEGIS_LLAMA_SERVER` names one.
+pub fn llama_server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AEGIS_LLAMA_SERVER") {
+        return PathBuf::from(path);
+    }
+    aegis_cache()
         .join(format!("llama-server-{LLAMA_CPP_PYTHON_VERSION}"))
         .join("llama-server")
 }
@@ -36,6 +50,7 @@ pub fn llama_server_binary() -> PathBuf {
 /// A running `llama-server` serving the default model; killed on drop.
 pub struct LlamaServer {
     pub url: String,
+    pub port: u16,
     child: Child,
     log: PathBuf,
 }
@@ -44,31 +59,70 @@ impl LlamaServer {
     /// Starts the server on a free loopback port and waits until it answers `/health`.
     /// Panics with what to run when the binary or the model is missing.
     pub fn start() -> Self {
+        let model = aegis_engine::resolve(&aegis_engine::ModelSpec::Default, &Default::default())
+            .expect("the default model; run scripts/setup-model.sh");
+        let aegis_engine::WeightFiles::Gguf(gguf) = model.weights else {
+            panic!("the default model is a GGUF file")
+        };
+        let args = [
+            "--ctx-size".to_string(),
+            (SLOTS * SLOT_CONTEXT).to_string(),
+            "--parallel".into(),
+            SLOTS.to_string(),
+            // As the README's deployment runs it: without it, llama.cpp cannot reuse a shared
+            // template opening in Gemma 3's sliding-window layers.
+            "--swa-full".into(),
+        ];
+        Self::start_with(&gguf, &args, free_port())
+    }
+
+    /// An embedding server on the project's EmbeddingGemma GGUF
+    /// (`scripts/setup-encoder-gguf.sh`, or `AEGIS_ENCODER_GGUF`), as the README's team
+    /// deployment runs it; `extra` arguments after (a test's `--pooling cls`, say).
+    pub fn embeddings(extra: &[&str]) -> Self {
+        Self::embeddings_on_port(extra, free_port())
+    }
+
+    /// `embeddings` on a chosen port: a test restarts a stopped server where clients expect it.
+    pub fn embeddings_on_port(extra: &[&str], port: u16) -> Self {
+        let gguf = encoder_gguf();
+        assert!(
+            gguf.is_file(),
+            "no EmbeddingGemma GGUF at {}: run scripts/setup-encoder-gguf.sh (or set AEGIS_ENCODER_GGUF)",
+            gguf.display()
+        );
+        let mut args: Vec<String> = [
+            "--embeddings",
+            // Each input must fit one micro-batch: an encoder attends over the whole input.
+            "--ubatch-size",
+            "2048",
+            "--batch-size",
+            "2048",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(["--ctx-size".into(), (SLOTS * SLOT_CONTEXT).to_string()]);
+        args.extend(["--parallel".into(), SLOTS.to_string()]);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        Self::start_with(&gguf, &args, port)
+    }
+
+    fn start_with(model: &std::path::Path, args: &[String], port: u16) -> Self {
         let binary = llama_server_binary();
         assert!(
             binary.is_file(),
             "no llama.cpp server at {}: run scripts/setup-llama-server.sh (or set AEGIS_LLAMA_SERVER)",
             binary.display()
         );
-        let model = aegis_engine::resolve(&aegis_engine::ModelSpec::Default, &Default::default())
-            .expect("the default model; run scripts/setup-model.sh");
-        let aegis_engine::WeightFiles::Gguf(gguf) = model.weights else {
-            panic!("the default model is a GGUF file")
-        };
-        let port = free_port();
         let log = std::env::temp_dir().join(format!("aegis-llama-server-{port}.log"));
         let log_file = std::fs::File::create(&log).expect("server log file");
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let child = Command::new(&binary)
             .arg("--model")
-            .arg(&gguf)
+            .arg(model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--ctx-size", &(SLOTS * SLOT_CONTEXT).to_string()])
-            .args(["--parallel", &SLOTS.to_string()])
             .args(["--threads", &threads.to_string()])
-            // As the README's deployment runs it: without it, llama.cpp cannot reuse a shared
-            // template opening in Gemma 3's sliding-window layers.
-            .arg("--swa-full")
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("log file"))
             .stderr(log_file)
@@ -76,6 +130,7 @@ impl LlamaServer {
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
         let mut server = Self {
             url: format!("http://127.0.0.1:{port}"),
+            port,
             child,
             log,
         };
@@ -114,7 +169,8 @@ impl Drop for LlamaServer {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free loopback port")

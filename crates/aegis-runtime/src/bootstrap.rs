@@ -12,7 +12,8 @@ use aegis_engine::{
     HubOptions, LanguageModel, ModelRequest, SentenceEncoder,
 };
 use aegis_guard::{Guard, GuardError, Language, RejectionMode};
-use aegis_remote::{RemoteError, RemoteModel};
+use aegis_heads::{Encoder, EncoderFingerprint, Head};
+use aegis_remote::{RemoteEncoder, RemoteError, RemoteModel};
 
 /// The encoder heads read by default: EmbeddingGemma-300M, measured better than the 270M's
 /// hidden states on sources the heads never saw (README, "Learned heads").
@@ -49,6 +50,9 @@ pub enum HeadsRead {
     Decoder,
     /// A sentence encoder's embedding (`embeddinggemma`, a folder or a hub id).
     Encoder(EncoderSpec),
+    /// The same embedding from a shared server's `/v1/embeddings` (`--encoder-server URL`),
+    /// accepted only when it embeds the heads' probe texts as they recorded.
+    Served(String),
 }
 
 impl HeadsRead {
@@ -72,7 +76,26 @@ impl HeadsRead {
     }
 
     pub fn is_encoder(&self) -> bool {
-        matches!(self, Self::Encoder(_))
+        !matches!(self, Self::Decoder)
+    }
+
+    /// What the heads read once `encoder_server` is taken into account: a server's embeddings
+    /// stand in for a local encoder, never for the decoder's hidden states.
+    pub fn served_by(self, encoder_server: Option<&str>) -> Result<Self, SetupError> {
+        match (self, encoder_server.map(str::trim).filter(|u| !u.is_empty())) {
+            (heads_read, None) => Ok(heads_read),
+            (Self::Decoder, Some(url)) => Err(SetupError::EncoderServer {
+                url: url.to_string(),
+                reason: "heads on the model's hidden states cannot read a server's embeddings; leave out --encoder decoder".into(),
+            }),
+            (_, Some(url)) => {
+                aegis_remote::check_server_url(url).map_err(|reason| SetupError::EncoderServer {
+                    url: url.to_string(),
+                    reason,
+                })?;
+                Ok(Self::Served(url.to_string()))
+            }
+        }
     }
 }
 
@@ -121,6 +144,8 @@ pub enum SetupError {
     },
     #[error("the encoder {name:?}: {source}")]
     Encoder { name: String, source: EngineError },
+    #[error("the encoder server at {url}: {reason}")]
+    EncoderServer { url: String, reason: String },
     #[error(transparent)]
     Guard(#[from] GuardError),
 }
@@ -165,8 +190,10 @@ impl GuardSetup {
     /// The sentence encoder the heads read, on the model's device, downloaded the way the model
     /// would be; `None` when heads read the model's hidden states.
     pub fn load_encoder(&self) -> Result<Option<Arc<dyn SentenceEncoder>>, SetupError> {
-        let HeadsRead::Encoder(spec) = &self.heads_read else {
-            return Ok(None);
+        let spec = match &self.heads_read {
+            HeadsRead::Decoder => return Ok(None),
+            HeadsRead::Served(url) => return self.connect_encoder(url).map(Some),
+            HeadsRead::Encoder(spec) => spec,
         };
         let failed = |source| SetupError::Encoder {
             name: format!("{spec:?}"),
@@ -196,6 +223,30 @@ impl GuardSetup {
         Ok(Some(Arc::new(encoder)))
     }
 
+    /// The encoder on the server at `url`, accepted for the heads in the templates folder that
+    /// read an encoder when its embeddings of their probe texts match what they recorded.
+    fn connect_encoder(&self, url: &str) -> Result<Arc<dyn SentenceEncoder>, SetupError> {
+        let refused = |reason: String| SetupError::EncoderServer {
+            url: url.to_string(),
+            reason,
+        };
+        let started = Instant::now();
+        let mut encoder = RemoteEncoder::connect_with_cached_tokenizer(url)
+            .map_err(|e| refused(e.to_string()))?;
+        let served =
+            aegis_guard::encoder_fingerprint(&encoder).map_err(|e| refused(e.to_string()))?;
+        let accepted = fingerprinted_weights(&self.prompts, &served).map_err(refused)?;
+        if let Some(content_hash) = &accepted {
+            encoder.accept_as(content_hash);
+        }
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            accepted_as = ?accepted,
+            "encoder server checked"
+        );
+        Ok(Arc::new(encoder))
+    }
+
     /// A guard from the templates in `dir` on an already loaded model and encoder, with this
     /// setup's rejection mode and language.
     pub fn guard_on(
@@ -215,6 +266,48 @@ impl GuardSetup {
             problems,
             heads_unavailable,
         })
+    }
+}
+
+/// The weights (their `content_hash`) that the heads in `prompts` read and that `served`
+/// embeds the probes as they recorded; `None` when no head there reads an encoder. An error
+/// says why the server is refused, with both figures, when heads read an encoder and none of
+/// their fingerprints match.
+fn fingerprinted_weights(
+    prompts: &Path,
+    served: &EncoderFingerprint,
+) -> Result<Option<String>, String> {
+    let dir = aegis_guard::heads_dir(prompts, true);
+    let mut reasons = Vec::new();
+    let entries = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+    let mut paths: Vec<PathBuf> = entries
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let Ok(head) = Head::load(&path) else {
+            continue;
+        };
+        if head.features.encoder == Encoder::Decoder {
+            continue;
+        }
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        match &head.model.fingerprint {
+            None => reasons.push(format!(
+                "{name} records no encoder fingerprint to check a server against; retrain it with `aegis train --encoder embeddinggemma`"
+            )),
+            Some(recorded) => match recorded.check(served) {
+                Ok(()) => return Ok(Some(head.model.content_hash.clone())),
+                Err(reason) => reasons.push(format!("{name}: {reason}")),
+            },
+        }
+    }
+    match reasons.first() {
+        None => Ok(None),
+        Some(first) => Err(format!(
+            "it does not compute the embedding the heads were trained on: {first}"
+        )),
     }
 }
 

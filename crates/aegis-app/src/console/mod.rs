@@ -296,6 +296,7 @@ impl Console {
             || new.weights != old.weights
             || new.backend != old.backend
             || new.encoder != old.encoder
+            || new.encoder_server != old.encoder_server
             || new.generate_rejection != old.generate_rejection
         {
             self.load_model();

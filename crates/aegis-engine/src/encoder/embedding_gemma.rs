@@ -16,7 +16,7 @@ use crate::error::{EngineError, Result};
 use crate::load_options::DeviceChoice;
 use crate::model::{CpuEncoder, EmbeddingStorage, Gemma3, WeightFormat};
 use crate::source::WeightFiles;
-use crate::tokenizer::{GemmaTokenizer, Segment};
+use crate::tokenizer::GemmaTokenizer;
 
 /// The prompt `config_sentence_transformers.json` names for classification.
 const TASK: &str = "Classification";
@@ -304,6 +304,7 @@ impl EmbeddingGemma {
             layers: model.config().num_layers,
             device: device_name,
             weight_format: format!("{layers_format}, {embedding:?} embedding"),
+            matches_weights: None,
         };
         tracing::info!(encoder = %info.id, elapsed_ms = started.elapsed().as_millis() as u64, "encoder loaded");
         Ok(Self {
@@ -318,22 +319,7 @@ impl EmbeddingGemma {
     /// The tokens the encoder reads for `text`: `<bos>`, the task prompt, the text as user text
     /// (control-token spellings stay text), `<eos>`.
     pub fn tokens(&self, text: &str) -> Result<Vec<u32>> {
-        // The prompt ends in a space that the text's first word carries when the two are
-        // tokenised as one string (`▁hello`, not `▁` then `hello`): give the space to the text.
-        let prompt = self.info.prompt.trim_end();
-        let gap = &self.info.prompt[prompt.len()..];
-        let mut ids = self.tokenizer.encode_prompt(&[
-            Segment::Template(prompt.to_string()),
-            Segment::User(format!("{gap}{text}")),
-        ])?;
-        ids.push(self.tokenizer.eos_id());
-        if ids.len() > self.info.context_length {
-            return Err(EngineError::ContextExceeded {
-                prompt_tokens: ids.len(),
-                limit: self.info.context_length,
-            });
-        }
-        Ok(ids)
+        super::encoder_tokens(&self.tokenizer, &self.info, text)
     }
 
     pub fn config(&self) -> &crate::config::Gemma3Config {

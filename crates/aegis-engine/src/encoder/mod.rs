@@ -11,7 +11,37 @@ pub use embedding_gemma::{EmbeddingGemma, EncoderArithmetic};
 pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec, ENCODER_DIR_ENV};
 
 use crate::cost::ComputePlan;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
+use crate::tokenizer::{GemmaTokenizer, Segment};
+
+/// The task prompt EmbeddingGemma's model card names for classification, for an encoder that
+/// cannot read it from the folder (one on a server): the console puts it before each message.
+pub const CLASSIFICATION_PROMPT: &str = "task: classification | query: ";
+
+/// The tokens an EmbeddingGemma encoder reads for `text`: `<bos>`, the encoder's task prompt, the
+/// text as user text (control-token spellings stay text), `<eos>`; within its context.
+pub fn encoder_tokens(
+    tokenizer: &GemmaTokenizer,
+    encoder: &EncoderInfo,
+    text: &str,
+) -> Result<Vec<u32>> {
+    // The prompt ends in a space that the text's first word carries when the two are tokenised
+    // as one string (`▁hello`, not `▁` then `hello`): give the space to the text.
+    let prompt = encoder.prompt.trim_end();
+    let gap = &encoder.prompt[prompt.len()..];
+    let mut ids = tokenizer.encode_prompt(&[
+        Segment::Template(prompt.to_string()),
+        Segment::User(format!("{gap}{text}")),
+    ])?;
+    ids.push(tokenizer.eos_id());
+    if ids.len() > encoder.context_length {
+        return Err(EngineError::ContextExceeded {
+            prompt_tokens: ids.len(),
+            limit: encoder.context_length,
+        });
+    }
+    Ok(ids)
+}
 
 /// What a head trained on an encoder records, and a report shows.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -33,6 +63,9 @@ pub struct EncoderInfo {
     /// CPU): embeddings differ in their last digits between these, so cached features are keyed
     /// by it.
     pub weight_format: String,
+    /// For an encoder on a server, whose weights cannot be hashed here: the `content_hash` of the
+    /// weights it was shown to compute, by embedding the heads' probe texts as they recorded.
+    pub matches_weights: Option<String>,
 }
 
 /// What to read of a message. A head may read the sentence embedding (every layer, pooling,
@@ -88,6 +121,12 @@ pub struct EncoderOutput {
 /// Turns messages into embeddings. The message is data: it never becomes a control token.
 pub trait SentenceEncoder: Send + Sync {
     fn info(&self) -> &EncoderInfo;
+
+    /// Whether it can answer now: an encoder on a server may have gone away since it was
+    /// connected. A local one always can.
+    fn probe(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// One reading per text, in order; one text's error (too long, say) does not fail the others.
     fn read_batch(&self, texts: &[&str], reading: &EncoderReading) -> Vec<Result<EncoderOutput>>;
