@@ -23,8 +23,9 @@ pub use states::{cache_path, read_states, TokenStates, STATES_CACHE_ENV};
 pub use top::{AdaptedTop, AdapterShape, Products};
 pub use train::{train, StepProgress, TrainingOptions, TrainingReport, TrainingText};
 
-/// The longest text training reads, in tokens: within the sliding window, so no layer needs a mask.
-pub const MAX_TRAINING_TOKENS: usize = 512;
+/// The longest text training reads, in tokens: within the sliding window's reach (a sliding layer
+/// sees 256 positions either side of a query), so no layer needs a mask.
+pub const MAX_TRAINING_TOKENS: usize = 257;
 
 /// What a run reports as it goes.
 #[derive(Debug, Clone, PartialEq)]

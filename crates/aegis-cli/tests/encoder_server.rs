@@ -96,7 +96,7 @@ fn a_server_that_pools_differently_is_refused_with_both_figures() {
 #[test]
 fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once() {
     let server = LlamaServer::embeddings(&[]);
-    let port = server.port;
+    let (port, url) = (server.port, server.url.clone());
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");
     let file = dir.path().join("messages.txt");
@@ -155,4 +155,22 @@ fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once(
         said.contains("(0 bad rows)"),
         "nothing recorded as failed: {said}"
     );
+    // Every verdict names the encoder it read: the served model, at the server's URL.
+    let listed = aegis_command(&["history", "list", "--json", "--limit", "500"])
+        .env("AEGIS_DB", &db)
+        .output()
+        .expect("runs");
+    let listed: serde_json::Value =
+        serde_json::from_str(&stdout(&listed)).expect("history as JSON");
+    let listed = listed["rows"].as_array().expect("rows");
+    assert_eq!(listed.len(), rows);
+    for row in listed {
+        assert_eq!(row["encoder_hash"], serde_json::json!(url), "{row}");
+        assert!(
+            row["encoder_id"]
+                .as_str()
+                .is_some_and(|id| id.contains("embeddinggemma")),
+            "{row}"
+        );
+    }
 }

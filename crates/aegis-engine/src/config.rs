@@ -23,6 +23,8 @@ pub struct Gemma3Config {
     pub rope_local_base: f64,
     /// Linear RoPE scaling on global layers (8 for the 4B, else 1).
     pub rope_global_scale: f64,
+    /// Sliding-window layers see the keys less than this far from the query: behind it in a
+    /// decoder, on either side in a bidirectional encoder.
     pub sliding_window: usize,
     /// Every `sliding_window_pattern`-th layer is global; the others use the window.
     pub sliding_window_pattern: usize,
@@ -30,7 +32,7 @@ pub struct Gemma3Config {
     /// Attention logits are scaled by `query_pre_attn_scalar^-0.5`.
     pub query_pre_attn_scalar: f64,
     /// Every position sees the positions after it too (EmbeddingGemma, an encoder): no causal
-    /// mask, and sliding layers see the positions less than the window away on either side.
+    /// mask, and sliding layers see the positions less than `sliding_window` away on either side.
     pub bidirectional: bool,
 }
 
@@ -127,6 +129,10 @@ impl Gemma3Config {
             .and_then(|s| s.get("factor"))
             .and_then(|f| f.as_f64())
             .unwrap_or(1.0);
+        let bidirectional = text
+            .get("use_bidirectional_attention")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
         Ok(Self {
             vocab_size: num("vocab_size").map(|v| v as usize).unwrap_or(262_208),
             hidden_size,
@@ -139,7 +145,10 @@ impl Gemma3Config {
             rope_global_base: num("rope_theta").unwrap_or(1_000_000.0),
             rope_local_base: num("rope_local_base_freq").unwrap_or(10_000.0),
             rope_global_scale,
-            sliding_window: num("sliding_window").map(|v| v as usize).unwrap_or(512),
+            sliding_window: sliding_reach(
+                num("sliding_window").map(|v| v as usize).unwrap_or(512),
+                bidirectional,
+            ),
             sliding_window_pattern: num("sliding_window_pattern")
                 .or_else(|| num("_sliding_window_pattern"))
                 .map(|v| v as usize)
@@ -149,11 +158,20 @@ impl Gemma3Config {
                 .unwrap_or(32_768),
             query_pre_attn_scalar: num("query_pre_attn_scalar")
                 .unwrap_or_else(|| query_pre_attn_scalar(hidden_size, num_heads, head_dim)),
-            bidirectional: text
-                .get("use_bidirectional_attention")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
+            bidirectional,
         })
+    }
+}
+
+/// How far a sliding layer reaches for a `configured` window. A bidirectional model splits the
+/// window between the two sides, so a query sees the keys at most half of it away (EmbeddingGemma:
+/// 256 either side of 512, as `transformers` and llama.cpp read it); a causal one sees the whole
+/// window behind it.
+fn sliding_reach(configured: usize, bidirectional: bool) -> usize {
+    if bidirectional {
+        configured / 2 + 1
+    } else {
+        configured
     }
 }
 

@@ -167,6 +167,10 @@ impl Guard {
                 id: info.id.clone(),
                 content_hash: info.content_hash.clone(),
             },
+            encoder: self.encoder.as_ref().map(|encoder| ModelRef {
+                id: encoder.info().id.clone(),
+                content_hash: encoder.info().content_hash.clone(),
+            }),
             templates: self
                 .validators
                 .iter()

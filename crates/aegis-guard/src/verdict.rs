@@ -116,6 +116,9 @@ pub struct Verdict {
     pub rejection_message: String,
     pub language: Language,
     pub model: ModelRef,
+    /// The sentence encoder the heads read, where one is loaded: a local one by its weights'
+    /// hash, one on a server by the served model and the server's URL.
+    pub encoder: Option<ModelRef>,
     pub templates: Vec<TemplateVersion>,
     pub latency_ms: f64,
 }

@@ -49,6 +49,7 @@ fn checked(text: &str) -> Result<RowChecked, CheckFailure> {
             id: "stand-in".into(),
             content_hash: "0".into(),
         },
+        encoder: None,
         templates: vec![aegis_guard::TemplateVersion {
             key: "spam".into(),
             content_hash: "t1".into(),

@@ -124,11 +124,16 @@ impl AppState {
             })
     }
 
-    /// Asks the model whether it can answer now (a model server may have gone away since it was
-    /// connected); `None` when it can. Off the async threads: the probe blocks, briefly.
+    /// Asks the model, and the heads' encoder, whether they can answer now (a model or encoder
+    /// server may have gone away since it was connected); `None` when they can. Off the async
+    /// threads: the probes block, briefly.
     pub(crate) async fn probe_model(&self) -> Option<String> {
         let guard = self.worker.guard()?;
-        match tokio::task::spawn_blocking(move || guard.model().probe()).await {
+        let probe = move || {
+            guard.model().probe()?;
+            guard.encoder().map_or(Ok(()), |encoder| encoder.probe())
+        };
+        match tokio::task::spawn_blocking(probe).await {
             Ok(Ok(())) => None,
             Ok(Err(problem)) => Some(problem.to_string()),
             Err(join) => Some(format!("the health probe failed: {join}")),

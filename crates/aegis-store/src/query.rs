@@ -55,6 +55,10 @@ pub struct HistoryRow {
     pub language: String,
     pub model_id: String,
     pub model_hash: String,
+    /// The sentence encoder the heads read: its id and weights' hash, or the served model and
+    /// the server's URL; absent when none was loaded.
+    pub encoder_id: Option<String>,
+    pub encoder_hash: Option<String>,
     pub latency_ms: f64,
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub review_count: i64,
@@ -138,7 +142,7 @@ pub struct DailyCount {
     pub failed: i64,
 }
 
-const ROW_COLUMNS: &str = "v.id, m.id, v.created_at, m.text, m.source, m.user_id, v.status, v.case_label, v.rejection_message, v.language, v.model_id, v.model_hash, v.latency_ms, (SELECT count(*) FROM reviews rv WHERE rv.verdict_id = v.id), m.role, m.turn_index, m.context, m.context_cut";
+const ROW_COLUMNS: &str = "v.id, m.id, v.created_at, m.text, m.source, m.user_id, v.status, v.case_label, v.rejection_message, v.language, v.model_id, v.model_hash, v.latency_ms, (SELECT count(*) FROM reviews rv WHERE rv.verdict_id = v.id), m.role, m.turn_index, m.context, m.context_cut, v.encoder_id, v.encoder_hash";
 
 impl Store {
     /// Newest first, `limit` rows after `after`.
@@ -391,6 +395,8 @@ fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx
         context: serde_json::from_str(&r.try_get::<String, _>(16)?)
             .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
         context_cut: r.try_get(17)?,
+        encoder_id: r.try_get(18)?,
+        encoder_hash: r.try_get(19)?,
         results: Vec::new(),
     })
 }

@@ -143,7 +143,7 @@ impl Store {
         .map_err(|e| self.sql(e))?;
         let v = new.verdict;
         let verdict_id: i64 = sqlx::query_scalar(
-            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, encoder_id, encoder_hash, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
         .bind(message_id)
         .bind(v.status.as_str())
@@ -152,6 +152,8 @@ impl Store {
         .bind(v.language.code())
         .bind(&v.model.id)
         .bind(&v.model.content_hash)
+        .bind(v.encoder.as_ref().map(|e| e.id.as_str()))
+        .bind(v.encoder.as_ref().map(|e| e.content_hash.as_str()))
         .bind(v.latency_ms)
         .bind(now)
         .fetch_one(&mut *tx)

@@ -73,6 +73,7 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
             id: "gemma-3-270m".into(),
             content_hash: "a5fd".into(),
         },
+        encoder: None,
         templates: KEYS
             .iter()
             .map(|key| TemplateVersion {

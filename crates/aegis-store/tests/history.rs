@@ -671,3 +671,44 @@ async fn reviews_become_labels() {
     assert!(labels(fine).values().all(|l| *l == Some(false)));
     assert!(labels(missed).values().all(Option::is_none));
 }
+
+#[tokio::test]
+async fn a_verdict_names_the_encoder_its_heads_read_and_older_rows_name_none() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let without = record(s, "halo", Source::Typed, None, &[]).await;
+    let mut verdict = crate::common::verdict(&["toxic"]);
+    verdict.encoder = Some(aegis_guard::ModelRef {
+        id: "embeddinggemma-300m".into(),
+        content_hash: "http://gpu-box:8081".into(),
+    });
+    let templates = crate::common::templates();
+    let with = s
+        .record(&aegis_store::NewVerdict {
+            text: "dasar bodoh",
+            source: Source::Typed,
+            user_id: None,
+            import: None,
+            verdict: &verdict,
+            templates: &templates,
+        })
+        .await
+        .expect("record");
+    let rows = s
+        .list(&HistoryFilter::default(), None, 10)
+        .await
+        .expect("list")
+        .rows;
+    let named = |id: i64| {
+        let row = rows.iter().find(|r| r.verdict_id == id).expect("listed");
+        (row.encoder_id.clone(), row.encoder_hash.clone())
+    };
+    assert_eq!(named(without), (None, None));
+    assert_eq!(
+        named(with),
+        (
+            Some("embeddinggemma-300m".to_string()),
+            Some("http://gpu-box:8081".to_string())
+        )
+    );
+}

@@ -7,7 +7,12 @@ export type HistoryRow = { verdict_id: number, message_id: number,
 /**
  * Unix milliseconds.
  */
-created_at: number, text: string, source: string, user_id: string | null, status: string, case: string, rejection_message: string, language: string, model_id: string, model_hash: string, latency_ms: number, review_count: number, 
+created_at: number, text: string, source: string, user_id: string | null, status: string, case: string, rejection_message: string, language: string, model_id: string, model_hash: string, 
+/**
+ * The sentence encoder the heads read: its id and weights' hash, or the served model and
+ * the server's URL; absent when none was loaded.
+ */
+encoder_id: string | null, encoder_hash: string | null, latency_ms: number, review_count: number, 
 /**
  * Who wrote the checked text, and where it stood in its conversation (0 for a lone message).
  */

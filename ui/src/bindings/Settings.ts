@@ -28,6 +28,11 @@ backend: string,
  */
 encoder: string, 
 /**
+ * A shared `/v1/embeddings` server (llama.cpp, vLLM, Text Embeddings Inference) serving
+ * EmbeddingGemma for the heads, e.g. http://gpu-box:8081; empty runs the encoder here.
+ */
+encoder_server: string, 
+/**
  * The validator templates; the shipped `prompt_guard/` when empty.
  */
 prompts_dir: string, 

@@ -26,4 +26,9 @@ turn: TurnReport,
 /**
  * Empty when passed.
  */
-rejection_message: string, language: Language, model: ModelRef, templates: Array<TemplateVersion>, latency_ms: number, };
+rejection_message: string, language: Language, model: ModelRef, 
+/**
+ * The sentence encoder the heads read, where one is loaded: a local one by its weights'
+ * hash, one on a server by the served model and the server's URL.
+ */
+encoder: ModelRef | null, templates: Array<TemplateVersion>, latency_ms: number, };

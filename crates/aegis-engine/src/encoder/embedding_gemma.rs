@@ -303,7 +303,12 @@ impl EmbeddingGemma {
             context_length: model.config().context_length,
             layers: model.config().num_layers,
             device: device_name,
-            weight_format: format!("{layers_format}, {embedding:?} embedding"),
+            // The reach names the attention read (it changed once: cached features keyed by
+            // this string are then computed again).
+            weight_format: format!(
+                "{layers_format}, {embedding:?} embedding, window ±{}",
+                model.config().sliding_window - 1
+            ),
             matches_weights: None,
         };
         tracing::info!(encoder = %info.id, elapsed_ms = started.elapsed().as_millis() as u64, "encoder loaded");
