@@ -117,6 +117,7 @@ fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once(
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    // Validator results recorded so far: progress, whatever the rows' count.
     let recorded = || -> u64 {
         let out = aegis_command(&["history", "stats", "--json"])
             .env("AEGIS_DB", &db)
@@ -150,7 +151,6 @@ fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once(
     let said = String::from_utf8_lossy(&finished.stderr);
     assert!(finished.status.success(), "{said}");
     assert!(said.contains("paused"), "{said}");
-    assert_eq!(recorded(), rows as u64, "{said}");
     assert!(
         said.contains("(0 bad rows)"),
         "nothing recorded as failed: {said}"
@@ -163,7 +163,7 @@ fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once(
     let listed: serde_json::Value =
         serde_json::from_str(&stdout(&listed)).expect("history as JSON");
     let listed = listed["rows"].as_array().expect("rows");
-    assert_eq!(listed.len(), rows);
+    assert_eq!(listed.len(), rows, "one verdict per row: {said}");
     for row in listed {
         assert_eq!(row["encoder_hash"], serde_json::json!(url), "{row}");
         assert!(
