@@ -34,11 +34,13 @@ def free_port():
 
 
 def wait_ready(url, seconds=300):
+    """Until `/health` answers 200 and, from `aegis serve`, says its model is ready."""
     deadline = time.time() + seconds
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                if r.status == 200:
+                body = json.loads(r.read() or b"{}")
+                if r.status == 200 and body.get("model", {}).get("state", "ready") == "ready":
                     return
         except (urllib.error.URLError, OSError):
             pass
@@ -77,8 +79,10 @@ def drive(url, texts, clients):
 
 
 def recorded(aegis, db):
-    out = subprocess.run([aegis, "history", "stats", "--json", "--db", db], capture_output=True, text=True)
-    return sum(day.get("checked", 0) for day in json.loads(out.stdout or "[]"))
+    """Verdicts in the history (`history stats` counts validator results, four a verdict)."""
+    out = subprocess.run([aegis, "history", "list", "--json", "--limit", "100000", "--db", db],
+                         capture_output=True, text=True)
+    return len(json.loads(out.stdout or "{}").get("rows", []))
 
 
 def serve_and_drive(aegis, texts, extra, label):
@@ -86,7 +90,7 @@ def serve_and_drive(aegis, texts, extra, label):
     work = tempfile.mkdtemp()
     db = os.path.join(work, "history.db")
     log = open(os.path.join(work, "serve.log"), "w+")
-    env = dict(os.environ, AEGIS_LOG="aegis_runtime=info,aegis_remote=info,warn")
+    env = dict(os.environ, AEGIS_LOG="aegis_runtime=info,warn", NO_COLOR="1")
     serve = subprocess.Popen([aegis, "serve", "--port", str(port), "--db", db, "--queue", "256", *extra],
                              stdout=log, stderr=log, env=env)
     try:
@@ -99,7 +103,7 @@ def serve_and_drive(aegis, texts, extra, label):
             run["way"] = label
         recorded_now = recorded(aegis, db) - before
         log.seek(0)
-        checked = re.findall(r"encoder server checked.*?elapsed_ms=(\d+)", log.read())
+        checked = re.findall(r"encoder server checked elapsed_ms=(\d+)", log.read())
         return runs, recorded_now, checked
     finally:
         serve.terminate()
