@@ -18,8 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use crate::client::{Client, ClientOptions};
-use crate::dialect::Dialect;
-use crate::{identify, RemoteError, TOKENIZER_PROBE};
+use crate::{cached_tokenizer, identify, io_runtime, tokenizes_like_us, RemoteError};
 
 /// EmbeddingGemma's context, where the server does not say its own.
 const DEFAULT_ENCODER_CONTEXT: usize = 2048;
@@ -58,11 +57,7 @@ impl RemoteEncoder {
     /// `connect` with the Gemma 3 tokenizer `scripts/setup-model.sh` caches (EmbeddingGemma's
     /// vocabulary is Gemma 3's), with the default client options.
     pub fn connect_with_cached_tokenizer(url: &str) -> Result<Self, RemoteError> {
-        let tokenizer = aegis_engine::default_model_dir().join("tokenizer.json");
-        if !tokenizer.is_file() {
-            return Err(RemoteError::NoTokenizer(tokenizer));
-        }
-        Self::connect(url, &tokenizer, ClientOptions::default())
+        Self::connect(url, &cached_tokenizer()?, ClientOptions::default())
     }
 
     /// Connects to the embedding server at `url`: which model it serves, whether it tokenizes
@@ -72,11 +67,7 @@ impl RemoteEncoder {
         tokenizer_file: &Path,
         options: ClientOptions,
     ) -> Result<Self, RemoteError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("aegis-encoder-server")
-            .enable_all()
-            .build()?;
+        let runtime = io_runtime("aegis-encoder-server")?;
         let client = Client::new(url, options)?;
         let tokenizer = GemmaTokenizer::from_file(tokenizer_file)?;
         let (dialect, served, context) = runtime.block_on(identify(&client))?;
@@ -160,38 +151,6 @@ impl RemoteEncoder {
             .await?;
         embeddings(&answer, count).map_err(|m| self.client.error(m))
     }
-}
-
-/// Whether the server splits text as `tokenizer` does; `false` where it has no `/tokenize`
-/// (Text Embeddings Inference's OpenAI route, Ollama), an error where it splits differently.
-async fn tokenizes_like_us(
-    client: &Client,
-    dialect: Dialect,
-    served: &str,
-    tokenizer: &GemmaTokenizer,
-    tokenizer_file: &Path,
-) -> Result<bool, RemoteError> {
-    let ours = tokenizer.encode_segment(&aegis_engine::Segment::User(TOKENIZER_PROBE.into()))?;
-    let Some(answer) = client
-        .post_optional(
-            "/tokenize",
-            &dialect.tokenize_request(served, TOKENIZER_PROBE),
-        )
-        .await?
-    else {
-        return Ok(false);
-    };
-    let theirs = Dialect::tokens(&answer).map_err(|m| client.error(m))?;
-    if ours != theirs {
-        return Err(RemoteError::TokenizerMismatch {
-            url: client.url().to_string(),
-            ours_file: tokenizer_file.display().to_string(),
-            probe: TOKENIZER_PROBE,
-            ours,
-            theirs,
-        });
-    }
-    Ok(true)
 }
 
 /// The `data[].embedding` vectors of a `/v1/embeddings` answer, put in `index` order.

@@ -99,11 +99,7 @@ impl RemoteModel {
     /// `connect` with the Gemma 3 tokenizer that `scripts/setup-model.sh` caches (the same for
     /// every Gemma 3 size), with the default client options.
     pub fn connect_with_cached_tokenizer(url: &str) -> Result<Self, RemoteError> {
-        let tokenizer = aegis_engine::default_model_dir().join("tokenizer.json");
-        if !tokenizer.is_file() {
-            return Err(RemoteError::NoTokenizer(tokenizer));
-        }
-        Self::connect(url, &tokenizer, ClientOptions::default())
+        Self::connect(url, &cached_tokenizer()?, ClientOptions::default())
     }
 
     /// Connects to the server at `url`: finds out which API it speaks and which model it serves,
@@ -113,13 +109,7 @@ impl RemoteModel {
         tokenizer_file: &Path,
         options: ClientOptions,
     ) -> Result<Self, RemoteError> {
-        // One I/O thread of its own, so a health probe from another thread is answered while
-        // the worker's batch is in flight (a current-thread runtime would serialise them).
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("aegis-remote")
-            .enable_all()
-            .build()?;
+        let runtime = io_runtime("aegis-remote")?;
         let client = Client::new(url, options)?;
         let tokenizer = GemmaTokenizer::from_file(tokenizer_file)?;
         let answer_id = |token: &str| {
@@ -132,21 +122,15 @@ impl RemoteModel {
         };
         let answer_ids = [answer_id("Yes")?, answer_id("No")?];
         let (dialect, served, context) = runtime.block_on(identify(&client))?;
-        let ours = tokenizer.encode_segment(&Segment::User(TOKENIZER_PROBE.into()))?;
-        let theirs = runtime
-            .block_on(client.post(
-                "/tokenize",
-                &dialect.tokenize_request(&served, TOKENIZER_PROBE),
-            ))
-            .and_then(|answer| Dialect::tokens(&answer).map_err(|m| client.error(m)))?;
-        if ours != theirs {
-            return Err(RemoteError::TokenizerMismatch {
-                url: client.url().to_string(),
-                ours_file: tokenizer_file.display().to_string(),
-                probe: TOKENIZER_PROBE,
-                ours,
-                theirs,
-            });
+        // Prompts go out as ids: the server must split text as we do, and say how it does.
+        if !runtime.block_on(tokenizes_like_us(
+            &client,
+            dialect,
+            &served,
+            &tokenizer,
+            tokenizer_file,
+        ))? {
+            return Err(client.error("/tokenize is not found there").into());
         }
         let info = ModelInfo {
             id: served.clone(),
@@ -229,6 +213,60 @@ impl RemoteModel {
             elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
         })
     }
+}
+
+/// The Gemma 3 tokenizer `scripts/setup-model.sh` caches (the same for every Gemma 3 size and
+/// for EmbeddingGemma): prompts and messages are tokenised here even when a server runs the model.
+fn cached_tokenizer() -> Result<std::path::PathBuf, RemoteError> {
+    let tokenizer = aegis_engine::default_model_dir().join("tokenizer.json");
+    if tokenizer.is_file() {
+        Ok(tokenizer)
+    } else {
+        Err(RemoteError::NoTokenizer(tokenizer))
+    }
+}
+
+/// A runtime with one I/O thread of its own, so a health probe from another thread is answered
+/// while the worker's batch is in flight (a current-thread runtime would serialise them).
+fn io_runtime(name: &str) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()
+}
+
+/// Whether the server splits text as `tokenizer` does: `false` where it has no `/tokenize`
+/// (Text Embeddings Inference's OpenAI route, Ollama), an error naming both splits where it
+/// splits differently.
+async fn tokenizes_like_us(
+    client: &Client,
+    dialect: Dialect,
+    served: &str,
+    tokenizer: &GemmaTokenizer,
+    tokenizer_file: &Path,
+) -> Result<bool, RemoteError> {
+    let ours = tokenizer.encode_segment(&Segment::User(TOKENIZER_PROBE.into()))?;
+    let Some(answer) = client
+        .post_optional(
+            "/tokenize",
+            &dialect.tokenize_request(served, TOKENIZER_PROBE),
+        )
+        .await?
+    else {
+        return Ok(false);
+    };
+    let theirs = Dialect::tokens(&answer).map_err(|m| client.error(m))?;
+    if ours != theirs {
+        return Err(RemoteError::TokenizerMismatch {
+            url: client.url().to_string(),
+            ours_file: tokenizer_file.display().to_string(),
+            probe: TOKENIZER_PROBE,
+            ours,
+            theirs,
+        });
+    }
+    Ok(true)
 }
 
 /// Which API the server at the client's URL speaks, the model it serves and its context.
