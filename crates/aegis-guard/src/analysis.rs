@@ -3,21 +3,21 @@
 
 use aegis_engine::{EncoderOutput, Encoding, EngineError, Prompt, Scored};
 
-use crate::context::{fit_context, joined_text, ContextReading, TurnReport};
+use crate::context::{fit_context, TurnReport};
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
 use crate::heads::{encoding_prompt, layers_read};
-use crate::input::{GuardInput, Role};
-use crate::mention::{quoted_frame, QuoteReading};
+use crate::input::GuardInput;
+use crate::readings::TurnToRead;
+use crate::template::Validator;
 
-/// The encoder's readings of a batch's runnable turns, by position among them (see
+/// What the encoder read of a batch's runnable turns, by position among them (see
 /// [`Guard::read_encoder`]).
 struct EncoderReads {
+    /// Each turn as written.
     alone: Vec<Option<Result<EncoderOutput>>>,
-    joined: Vec<Option<Result<EncoderOutput>>>,
-    frame: Vec<Option<Result<EncoderOutput>>>,
-    /// Whether each frame read asks a question (`quotes: mentioned` reads only those).
-    frame_is_question: Vec<bool>,
+    /// Per turn, per reading of the guard's, in order: what it read where a head reads it.
+    others: Vec<Vec<Option<Result<EncoderOutput>>>>,
 }
 
 /// What the model said about one turn: the shared encoding where a head reads it, and each
@@ -25,16 +25,12 @@ struct EncoderReads {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Analysis {
     pub encoding: Option<Encoding>,
-    /// What the sentence encoder read (see [`Guard::encoder_reading`]), where a head reads it.
+    /// What the sentence encoder read of the turn as written (see [`Guard::encoder_reading`]),
+    /// where a head reads it.
     pub encoder_output: Option<EncoderOutput>,
-    /// What the encoder read of the turn joined to its context, where the turn has context and
-    /// the heads read it (see [`ContextReading`]).
-    pub context_output: Option<EncoderOutput>,
-    /// What the encoder read of a user's question or report with its quoted passages elided,
-    /// where it quotes something and a head reads quotes as mentioned (see [`QuoteReading`]).
-    pub frame_output: Option<EncoderOutput>,
-    /// Whether that frame asks a question (`quotes: mentioned` reads only those).
-    pub frame_is_question: bool,
+    /// Per reading of the guard's ([`Guard::readings`]), in order: what the encoder read, where
+    /// a head reads it for this turn.
+    pub readings: Vec<Option<EncoderOutput>>,
     /// Per validator, in validator order; `None` where the prompt did not run.
     pub prompt_scores: Vec<Option<Scored>>,
     /// The checked turn and the context read with it.
@@ -75,9 +71,7 @@ impl Guard {
         }
         let EncoderReads {
             alone: embeddings,
-            joined: in_context,
-            frame: frames,
-            frame_is_question,
+            others: readings,
         } = self.read_encoder(inputs, &runnable, &turns);
         let prompted: Vec<Vec<usize>> = turns
             .iter()
@@ -113,21 +107,12 @@ impl Guard {
         let per_input = encodings
             .into_iter()
             .zip(embeddings)
-            .zip(in_context)
-            .zip(frames.into_iter().zip(frame_is_question))
+            .zip(readings)
             .zip(scores)
             .zip(prompted)
             .zip(turns);
-        for (
-            &i,
-            (
-                (
-                    ((((encoding, embedding), in_context), (frame, frame_is_question)), scored),
-                    prompted,
-                ),
-                turn,
-            ),
-        ) in runnable.iter().zip(per_input)
+        for (&i, (((((encoding, embedding), readings), scored), prompted), turn)) in
+            runnable.iter().zip(per_input)
         {
             let analysis = (|| {
                 let mut prompt_scores = vec![None; self.validators.len()];
@@ -137,9 +122,10 @@ impl Guard {
                 Ok(Analysis {
                     encoding: encoding.transpose()?,
                     encoder_output: embedding.transpose()?,
-                    context_output: in_context.transpose()?,
-                    frame_output: frame.transpose()?,
-                    frame_is_question,
+                    readings: readings
+                        .into_iter()
+                        .map(Option::transpose)
+                        .collect::<Result<_>>()?,
                     prompt_scores,
                     turn,
                 })
@@ -189,9 +175,8 @@ impl Guard {
         })
     }
 
-    /// The encoder's readings of each runnable turn, of the turn joined to its context where it
-    /// has context and the heads read it, and of a user's question or report without its quotes
-    /// where a head reads them as mentioned: all in one batch.
+    /// The encoder's reading of each runnable turn as written, and of each of the guard's other
+    /// readings where a head on the encoder reads it for that turn: all in one batch.
     fn read_encoder(
         &self,
         inputs: &[GuardInput],
@@ -201,48 +186,43 @@ impl Guard {
         let none = || (0..runnable.len()).map(|_| None).collect::<Vec<_>>();
         let mut reads = EncoderReads {
             alone: none(),
-            joined: none(),
-            frame: none(),
-            frame_is_question: vec![false; runnable.len()],
+            others: (0..runnable.len())
+                .map(|_| (0..self.readings.len()).map(|_| None).collect())
+                .collect(),
         };
         let reading = self.encoder_reading();
         let Some(encoder) = self.encoder.as_ref().filter(|_| !reading.is_empty()) else {
             return reads;
         };
-        let encoder_heads = || {
-            self.validators
-                .iter()
-                .zip(&self.heads)
-                .filter(|(_, head)| {
-                    head.as_ref()
-                        .is_some_and(|h| !h.features.encoder.is_decoder())
-                })
-                .map(|(v, _)| v)
-        };
-        let reads_context = encoder_heads().any(|v| self.reading_for(v) != ContextReading::Turn);
-        let quote_readings: Vec<QuoteReading> = encoder_heads().map(|v| v.quote_reading).collect();
+        let encoder_validators: Vec<&Validator> = self
+            .validators
+            .iter()
+            .zip(&self.heads)
+            .filter(|(_, head)| {
+                head.as_ref()
+                    .is_some_and(|h| !h.features.encoder.is_decoder())
+            })
+            .map(|(v, _)| v)
+            .collect();
         let mut texts: Vec<String> = runnable
             .iter()
             .map(|&i| inputs[i].text().to_string())
             .collect();
-        let with_context: Vec<usize> = (0..runnable.len())
-            .filter(|&r| reads_context && !turns[r].context.is_empty())
-            .collect();
-        for &r in &with_context {
-            texts.push(joined_text(&turns[r].context, inputs[runnable[r]].text()));
-        }
-        let mut with_frame = Vec::new();
+        // (turn, reading) for each text after the turns themselves.
+        let mut read_for = Vec::new();
         for (r, turn) in turns.iter().enumerate() {
-            if turn.role != Role::User || quote_readings.iter().all(|&q| q == QuoteReading::Said) {
-                continue;
-            }
-            let Some(frame) = quoted_frame(inputs[runnable[r]].text()) else {
-                continue;
-            };
-            if quote_readings.iter().any(|q| q.reads(frame.is_question)) {
-                with_frame.push(r);
-                reads.frame_is_question[r] = frame.is_question;
-                texts.push(frame.text);
+            let seen = turn_to_read(inputs[runnable[r]].text(), turn);
+            for (k, other) in self.readings.iter().enumerate() {
+                if !encoder_validators
+                    .iter()
+                    .any(|v| other.combine(v, &seen).is_some())
+                {
+                    continue;
+                }
+                if let Some(text) = other.text(&seen) {
+                    read_for.push((r, k));
+                    texts.push(text);
+                }
             }
         }
         let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -253,11 +233,8 @@ impl Guard {
         for slot in reads.alone.iter_mut() {
             *slot = read.next();
         }
-        for &r in &with_context {
-            reads.joined[r] = read.next();
-        }
-        for &r in &with_frame {
-            reads.frame[r] = read.next();
+        for (r, k) in read_for {
+            reads.others[r][k] = read.next();
         }
         reads
     }
@@ -289,5 +266,14 @@ impl Guard {
             },
             other => other,
         }
+    }
+}
+
+/// What a reading sees of `turn`, whose text is `text`.
+pub(crate) fn turn_to_read<'a>(text: &'a str, turn: &'a TurnReport) -> TurnToRead<'a> {
+    TurnToRead {
+        text,
+        role: turn.role,
+        context: &turn.context,
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::guard::{Status, ValidatorResult, Verdict};
 use crate::input::Role;
+use crate::readings::{ReadingScore, IN_CONTEXT, QUOTES_ELIDED};
 
 /// `POST /validate` response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +54,10 @@ pub struct TurnVerdict {
     /// Validators it passed only because a quoted passage in the user's question or report was
     /// read as mentioned, not said (`quotes: mentioned` or `reported`).
     pub read_as_mention: Vec<String>,
+    /// Per validator a head decided: each reading of the turn it made (the turn as written,
+    /// in context, with quotes elided, ...), which decided, and which turned the decision.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub readings: BTreeMap<String, Vec<ReadingScore>>,
 }
 
 /// `POST /chat` response.
@@ -144,8 +149,14 @@ impl TurnVerdict {
             case: verdict.case.clone(),
             context_turns: verdict.turn.context.len(),
             context_cut: verdict.turn.context_cut,
-            caught_in_context: keys_where(|r| r.caught_in_context),
-            read_as_mention: keys_where(|r| r.read_as_mention),
+            caught_in_context: keys_where(|r| !r.passed && r.turned_by(IN_CONTEXT)),
+            read_as_mention: keys_where(|r| r.passed && r.turned_by(QUOTES_ELIDED)),
+            readings: verdict
+                .results
+                .iter()
+                .filter(|r| !r.readings.is_empty())
+                .map(|r| (r.key.clone(), r.readings.clone()))
+                .collect(),
         }
     }
 }

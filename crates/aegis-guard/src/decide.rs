@@ -1,29 +1,19 @@
 //! From what the model said about a turn to the verdict: each validator's score from its head
-//! (the turn alone, in its context, with quotes read as mentioned) or its prompt, the threshold,
-//! and the rejection when something failed.
+//! (the turn as written and the guard's other readings of it, see `readings.rs`) or its prompt,
+//! the threshold, and the rejection when something failed.
 
 use std::time::Instant;
 
 use aegis_heads::Head;
 
-use crate::analysis::Analysis;
-use crate::context::ContextReading;
+use crate::analysis::{turn_to_read, Analysis};
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
 use crate::heads::{head_input, EncoderRead};
-use crate::input::Role;
 use crate::language::Language;
+use crate::readings::decide;
 use crate::template::Validator;
 use crate::verdict::{ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict};
-
-/// Why a head's decision came out as it did, where the context or a quote's reading changed it.
-#[derive(Clone, Copy)]
-struct Marks {
-    /// Failed only because of the context: the turn's own score passes.
-    caught_in_context: bool,
-    /// Passed only because a quoted passage was read as mentioned: read whole it fails.
-    read_as_mention: bool,
-}
 
 impl Guard {
     pub(crate) fn verdict(
@@ -33,18 +23,11 @@ impl Guard {
         started: Instant,
     ) -> Result<Verdict> {
         let reading = self.encoder_reading();
-        let turn_read = analysis.encoder_output.as_ref().map(|output| EncoderRead {
+        let read = |output| EncoderRead {
             reading: &reading,
             output,
-        });
-        let context_read = analysis.context_output.as_ref().map(|output| EncoderRead {
-            reading: &reading,
-            output,
-        });
-        let frame_read = analysis.frame_output.as_ref().map(|output| EncoderRead {
-            reading: &reading,
-            output,
-        });
+        };
+        let seen = turn_to_read(text, &analysis.turn);
         let mut results = Vec::with_capacity(self.validators.len());
         let mut skipped = Vec::new();
         for ((v, head), answer) in self
@@ -67,45 +50,34 @@ impl Guard {
                 head.probability(&input)
                     .map_err(|e| head_failed(e.to_string()))
             };
-            let reads_frame = analysis.turn.role == Role::User
-                && v.quote_reading.reads(analysis.frame_is_question);
-            let (learned, context_score, mention_score) = match head {
+            let (learned, readings) = match head {
                 Some(head) => {
-                    let whole = head_score(head, turn_read)?;
-                    let mention_score = match frame_read
-                        .filter(|_| reads_frame && !head.features.encoder.is_decoder())
-                    {
-                        Some(frame) => Some(head_score(head, Some(frame))?),
-                        None => None,
-                    };
-                    let alone = mention_score.map_or(whole, |p| p.min(whole));
-                    let in_context =
-                        match context_read.filter(|_| !head.features.encoder.is_decoder()) {
-                            Some(joined) => Some(head_score(head, Some(joined))?),
-                            None => None,
-                        };
-                    // The decision from the turn's own score, as this validator reads context.
-                    let decide = |own: f32| match (self.reading_for(v), in_context) {
-                        (ContextReading::Joined, Some(p)) => p,
-                        (ContextReading::Higher, Some(p)) => p.max(own),
-                        _ => own,
-                    };
-                    let fails = |p: f32| p >= v.threshold;
-                    let learned = decide(alone);
-                    let marks = Marks {
-                        caught_in_context: fails(learned) && in_context.is_some() && !fails(alone),
-                        read_as_mention: !fails(learned) && fails(decide(whole)),
-                    };
+                    let whole = head_score(head, analysis.encoder_output.as_ref().map(read))?;
+                    let mut others = Vec::new();
+                    if !head.features.encoder.is_decoder() {
+                        for (other, output) in self.readings.iter().zip(&analysis.readings) {
+                            let (Some(output), Some(combine)) = (output, other.combine(v, &seen))
+                            else {
+                                continue;
+                            };
+                            others.push((
+                                other.name(),
+                                combine,
+                                head_score(head, Some(read(output)))?,
+                            ));
+                        }
+                    }
+                    let (learned, readings) = decide(whole, &others, v.threshold);
                     let elapsed = analysis
                         .encoding
                         .as_ref()
                         .map_or(started.elapsed().as_secs_f64() * 1e3, |e| e.elapsed_ms);
-                    (Some((learned, elapsed, marks)), in_context, mention_score)
+                    (Some((learned, elapsed)), readings)
                 }
-                None => (None, None, None),
+                None => (None, Vec::new()),
             };
             let (score, decided_by, latency_ms) = match (learned, answer) {
-                (Some((p, ms, _)), _) => (p, ScoreSource::Head, ms),
+                (Some((p, ms)), _) => (p, ScoreSource::Head, ms),
                 (None, Some(answer)) => (answer.p_yes, ScoreSource::Prompt, answer.elapsed_ms),
                 (None, None) => {
                     return Err(head_failed(
@@ -119,11 +91,8 @@ impl Guard {
                 name: v.name.clone(),
                 score,
                 prompt_score: answer.as_ref().map(|a| a.p_yes),
-                learned_score: learned.map(|(p, _, _)| p),
-                context_score,
-                caught_in_context: learned.is_some_and(|(_, _, m)| m.caught_in_context),
-                mention_score,
-                read_as_mention: learned.is_some_and(|(_, _, m)| m.read_as_mention),
+                learned_score: learned.map(|(p, _)| p),
+                readings,
                 decided_by,
                 head_hash: head
                     .as_ref()

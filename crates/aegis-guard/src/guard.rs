@@ -12,6 +12,7 @@ use crate::error::{GuardError, Result};
 use crate::heads::{check_binding, encoder_reading, head_path, load_heads};
 use crate::input::GuardInput;
 use crate::language::Language;
+use crate::readings::{InContext, QuotesElided, Reading};
 use crate::template::{load_validators, LoadedValidators, Validator};
 pub use crate::verdict::{
     ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
@@ -57,6 +58,9 @@ pub struct Guard {
     pub(crate) context_tokens: usize,
     /// Every head reads context this way, whatever its validator says (for measuring).
     pub(crate) context_reading: Option<ContextReading>,
+    /// The readings besides the turn as written that heads on the sentence encoder make, in the
+    /// order their scores meet.
+    pub(crate) readings: Vec<Arc<dyn Reading>>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -81,6 +85,7 @@ impl Guard {
             prompt_scores: false,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             context_reading: None,
+            readings: vec![Arc::new(QuotesElided), Arc::new(InContext { forced: None })],
         }
     }
 
@@ -133,11 +138,12 @@ impl Guard {
     pub fn reload(&self, dir: &Path) -> Result<(Self, Vec<GuardError>)> {
         let (reloaded, problems) =
             Self::from_dir_with_encoder(self.model.clone(), self.encoder.clone(), dir)?;
-        let reloaded = reloaded
+        let mut reloaded = reloaded
             .with_rejection(self.rejection)
             .with_language(self.language)
             .with_prompt_scores(self.prompt_scores)
             .with_context(self.context_tokens, self.context_reading);
+        reloaded.readings = self.readings.clone();
         Ok((reloaded, problems))
     }
 
@@ -206,6 +212,7 @@ impl Guard {
             prompt_scores: self.prompt_scores,
             context_tokens: self.context_tokens,
             context_reading: self.context_reading,
+            readings: self.readings.clone(),
         }
     }
 
@@ -221,6 +228,20 @@ impl Guard {
     pub fn with_context(mut self, tokens: usize, reading: Option<ContextReading>) -> Self {
         self.context_tokens = tokens;
         self.context_reading = reading;
+        self.with_reading(Arc::new(InContext { forced: reading }))
+    }
+
+    /// Heads on the sentence encoder also make `reading` of each turn, after the readings they
+    /// make already (in place of one with its name).
+    pub fn with_reading(mut self, reading: Arc<dyn Reading>) -> Self {
+        match self
+            .readings
+            .iter()
+            .position(|r| r.name() == reading.name())
+        {
+            Some(slot) => self.readings[slot] = reading,
+            None => self.readings.push(reading),
+        }
         self
     }
 
@@ -260,10 +281,6 @@ impl Guard {
 
     fn encoder_info(&self) -> Option<&EncoderInfo> {
         self.encoder.as_ref().map(|e| e.info())
-    }
-
-    pub(crate) fn reading_for(&self, validator: &Validator) -> ContextReading {
-        self.context_reading.unwrap_or(validator.context_reading)
     }
 
     /// What the encoder reads of each message for this guard's heads: only the layers they name

@@ -13,6 +13,7 @@ mod input;
 mod language;
 mod mention;
 mod prompts_dir;
+mod readings;
 mod template;
 mod training;
 mod verdict;
@@ -37,6 +38,10 @@ pub use input::{
 pub use language::Language;
 pub use mention::QuoteReading;
 pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
+pub use readings::{
+    find_reading, Combine, Reading, ReadingScore, TurnToRead, IN_CONTEXT, QUOTES_ELIDED,
+    TURN_READING,
+};
 pub use template::{
     load_validators, AppliesTo, LoadedValidators, Rejection, Validator, CONTEXT_PLACEHOLDER,
     PLACEHOLDER,

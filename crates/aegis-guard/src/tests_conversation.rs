@@ -160,15 +160,15 @@ fn a_head_reports_a_failure_that_needs_the_context() {
         .remove(0)
         .expect("verdict");
     let result = &in_context.results[0];
-    assert!(!result.passed && result.caught_in_context, "{result:?}");
-    assert!(result.context_score.is_some());
+    assert!(!result.passed && result.turned_by(IN_CONTEXT), "{result:?}");
+    assert!(result.read_as(IN_CONTEXT).is_some());
     let alone = guard
         .clone()
         .with_context(384, Some(ContextReading::Turn))
         .check_inputs(&[last_turn(&turns)])
         .remove(0)
         .expect("verdict");
-    assert!(alone.results[0].passed && alone.results[0].context_score.is_none());
+    assert!(alone.results[0].passed && alone.results[0].read_as(IN_CONTEXT).is_none());
     // Every turn of a log, each in its own context: the first has none.
     let all = GuardInput::from_conversation(&turns, TurnsChecked::All).expect("turns");
     let verdicts: Vec<Verdict> = guard
@@ -176,8 +176,8 @@ fn a_head_reports_a_failure_that_needs_the_context() {
         .into_iter()
         .collect::<Result<_>>()
         .expect("verdicts");
-    assert!(!verdicts[0].results[0].caught_in_context);
-    assert!(verdicts[1].results[0].caught_in_context);
+    assert!(!verdicts[0].results[0].turned_by(IN_CONTEXT));
+    assert!(verdicts[1].results[0].turned_by(IN_CONTEXT));
 }
 
 #[test]
@@ -214,8 +214,11 @@ fn a_quoted_passage_in_a_users_question_is_read_as_mentioned_and_an_answer_is_re
     let quoted = "May the bot say 'buy BBCA now it will double soon'?";
     let question = guard.check(quoted).expect("verdict");
     let result = &question.results[0];
-    assert!(result.passed && result.read_as_mention, "{result:?}");
-    assert!(result.mention_score.is_some_and(|p| p < 0.5));
+    assert!(
+        result.passed && result.turned_by(QUOTES_ELIDED),
+        "{result:?}"
+    );
+    assert!(result.read_as(QUOTES_ELIDED).is_some_and(|p| p < 0.5));
     // The frame was read in the same batch as the turn: two texts.
     assert_eq!(
         encoder.embedded.load(std::sync::atomic::Ordering::SeqCst),
@@ -230,14 +233,14 @@ fn a_quoted_passage_in_a_users_question_is_read_as_mentioned_and_an_answer_is_re
         .expect("verdict");
     let result = &answer.results[0];
     assert!(
-        !result.passed && result.mention_score.is_none(),
+        !result.passed && result.read_as(QUOTES_ELIDED).is_none(),
         "{result:?}"
     );
     // Without a question of its own the quote is the writer's own words.
     let wrapped = guard
         .check("'buy BBCA now it will double soon' my tip, trust me")
         .expect("verdict");
-    assert!(!wrapped.results[0].passed && wrapped.results[0].mention_score.is_none());
+    assert!(!wrapped.results[0].passed && wrapped.results[0].read_as(QUOTES_ELIDED).is_none());
 }
 
 #[test]
@@ -263,10 +266,10 @@ fn a_report_quoting_abuse_is_read_as_mentioned_only_where_quotes_are_reported() 
     let report = "The user wrote \"go away you worthless pig loser\" to me.";
     let verdict = guard.check(report).expect("verdict");
     let (toxic, harassment) = (&verdict.results[0], &verdict.results[1]);
-    assert!(toxic.passed && toxic.read_as_mention, "{toxic:?}");
+    assert!(toxic.passed && toxic.turned_by(QUOTES_ELIDED), "{toxic:?}");
     // A report asks nothing: a validator that reads only questions reads it whole.
     assert!(
-        !harassment.passed && harassment.mention_score.is_none(),
+        !harassment.passed && harassment.read_as(QUOTES_ELIDED).is_none(),
         "{harassment:?}"
     );
 }
@@ -298,4 +301,64 @@ fn an_answer_prompt_keeps_the_recent_turns_that_fit_and_refuses_a_last_turn_that
         matches!(too_long, Err(GuardError::TooLong { limit: 64, .. })),
         "{too_long:?}"
     );
+}
+
+/// A reading the guard does not ship: the turn read twice over, taken when higher.
+struct Twice;
+
+impl Reading for Twice {
+    fn name(&self) -> &'static str {
+        "twice"
+    }
+
+    fn combine(&self, _: &Validator, _: &TurnToRead<'_>) -> Option<Combine> {
+        Some(Combine::Higher)
+    }
+
+    fn text(&self, turn: &TurnToRead<'_>) -> Option<String> {
+        Some(format!("{0} {0}", turn.text))
+    }
+}
+
+#[test]
+fn a_new_reading_is_the_guard_plus_its_test_and_reaches_the_verdict_and_the_api() {
+    let encoder: Arc<dyn aegis_engine::SentenceEncoder> = Arc::new(FakeEncoder::new());
+    // p = sigmoid(words - 6): four words pass alone; read twice, eight fail.
+    let guard = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![template("toxic", "", "{{message}}\nToxic?\n")],
+    )
+    .with_encoder(Some(encoder))
+    .with_head(encoder_head("toxic", vec![1.0, -6.0], 0.0))
+    .expect("bound to the fake encoder")
+    .with_reading(Arc::new(Twice));
+    let text = "you again, seriously though";
+    let verdict = guard.check(text).expect("verdict");
+    let toxic = &verdict.results[0];
+    assert!(!toxic.passed && toxic.turned_by("twice"), "{toxic:?}");
+    let named: Vec<(&str, bool)> = toxic
+        .readings
+        .iter()
+        .map(|r| (r.reading.as_str(), r.decided))
+        .collect();
+    assert_eq!(named, [(TURN_READING, false), ("twice", true)]);
+    assert_eq!(toxic.learned_score, toxic.read_as("twice"));
+    // The API's answer to a `messages` request carries the list as the verdict has it.
+    let answer =
+        serde_json::to_value(ValidateResponse::for_turns("u", text, &[verdict])).expect("json");
+    let readings = &answer["turns"][0]["readings"]["toxic"];
+    assert_eq!(readings[1]["reading"], "twice");
+    assert_eq!(readings[1]["turned"], true);
+    // A validator that reads no quotes and no context makes only its own readings.
+    let plain = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![template("toxic", "", "{{message}}\nToxic?\n")],
+    )
+    .with_encoder(Some(Arc::new(FakeEncoder::new())))
+    .with_head(encoder_head("toxic", vec![1.0, -6.0], 0.0))
+    .expect("bound")
+    .check(text)
+    .expect("verdict");
+    assert_eq!(plain.results[0].readings.len(), 1);
+    assert!(plain.results[0].passed);
 }

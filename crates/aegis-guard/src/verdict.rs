@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::context::TurnReport;
 use crate::language::Language;
+use crate::readings::{find_reading, ReadingScore};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -65,17 +66,10 @@ pub struct ValidatorResult {
     pub prompt_score: Option<f32>,
     /// The head's calibrated probability, when a head for this model exists.
     pub learned_score: Option<f32>,
-    /// The head's probability on the turn joined to its context, where the turn had context.
-    pub context_score: Option<f32>,
-    /// Failed only because of the context: the turn alone would have passed.
-    pub caught_in_context: bool,
-    /// The head's probability on a user's question or report with its quoted passages elided,
-    /// where it was read (`quotes: mentioned` or `reported`); the lower of it and the turn's own
-    /// score decides.
-    pub mention_score: Option<f32>,
-    /// Passed only because the quoted passage was read as mentioned, not said: the whole turn
-    /// would have failed.
-    pub read_as_mention: bool,
+    /// Each reading the head made of the turn (the turn as written first, then those its
+    /// validator reads: in context, with quotes elided, ...), which decided, and which turned the
+    /// decision; empty where no head on the sentence encoder scored it.
+    pub readings: Vec<ReadingScore>,
     pub decided_by: ScoreSource,
     /// sha256 of the head file that scored it (as `aegis heads versions` and the Teach view list
     /// them), when a head did.
@@ -84,6 +78,18 @@ pub struct ValidatorResult {
     /// The score is below the threshold.
     pub passed: bool,
     pub latency_ms: f64,
+}
+
+impl ValidatorResult {
+    /// The head's score on the reading named `reading`, where it made it.
+    pub fn read_as(&self, reading: &str) -> Option<f32> {
+        find_reading(&self.readings, reading).map(|r| r.score)
+    }
+
+    /// Whether the reading named `reading` turned the decision (see [`ReadingScore::turned`]).
+    pub fn turned_by(&self, reading: &str) -> bool {
+        find_reading(&self.readings, reading).is_some_and(|r| r.turned)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

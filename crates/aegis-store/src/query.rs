@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use aegis_guard::{Role, Turn};
+use aegis_guard::{ReadingScore, Role, Turn};
 use serde::Serialize;
 use sqlx::{QueryBuilder, Row, Sqlite};
 
@@ -26,14 +26,9 @@ pub struct StoredResult {
     pub template_hash: String,
     /// sha256 of the head file that decided it (`aegis heads versions`), when a head did.
     pub head_hash: Option<String>,
-    /// The head's score on the turn joined to its context, where the turn had context.
-    pub context_score: Option<f64>,
-    /// It failed only because of the context.
-    pub caught_in_context: bool,
-    /// The head's score on a user's question with its quoted passages elided, where it was read.
-    pub mention_score: Option<f64>,
-    /// It passed only because the quoted passage was read as mentioned, not said.
-    pub read_as_mention: bool,
+    /// Each reading the head made of the turn, which decided and which turned the decision, in
+    /// the order the guard made them (see `aegis_guard::ReadingScore`).
+    pub readings: Vec<ReadingScore>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -204,7 +199,7 @@ impl Store {
             return Ok(());
         }
         let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash, r.context_score, r.caught_in_context, r.mention_score, r.read_as_mention
+            "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash
              FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
         );
         let mut ids = q.separated(", ");
@@ -231,20 +226,61 @@ impl Store {
                     latency_ms: r.try_get(8)?,
                     template_hash: r.try_get(9)?,
                     head_hash: r.try_get(10)?,
-                    context_score: r.try_get(11)?,
-                    caught_in_context: r.try_get(12)?,
-                    mention_score: r.try_get(13)?,
-                    read_as_mention: r.try_get(14)?,
+                    readings: Vec::new(),
                 })
             })()
             .map_err(|e| self.sql(e))?;
             let verdict: i64 = r.try_get(0).map_err(|e| self.sql(e))?;
             by_verdict.entry(verdict).or_default().push(result);
         }
+        let mut readings = self.readings_of(rows).await?;
         for row in rows {
             row.results = by_verdict.remove(&row.verdict_id).unwrap_or_default();
+            for result in &mut row.results {
+                result.readings = readings
+                    .remove(&(row.verdict_id, result.key.clone()))
+                    .unwrap_or_default();
+            }
         }
         Ok(())
+    }
+
+    /// The readings of each result of `rows`' verdicts, by verdict and validator, in order.
+    async fn readings_of(
+        &self,
+        rows: &[HistoryRow],
+    ) -> Result<HashMap<(i64, String), Vec<ReadingScore>>> {
+        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+            "SELECT verdict_id, validator_key, reading, score, decided, turned FROM validator_readings WHERE verdict_id IN (",
+        );
+        let mut ids = q.separated(", ");
+        for row in rows {
+            ids.push_bind(row.verdict_id);
+        }
+        q.push(") ORDER BY verdict_id, validator_key, position");
+        let raw = q
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))?;
+        let mut readings: HashMap<(i64, String), Vec<ReadingScore>> = HashMap::new();
+        for r in &raw {
+            let (key, reading) = (|| -> std::result::Result<_, sqlx::Error> {
+                let score: f64 = r.try_get(3)?;
+                Ok((
+                    (r.try_get(0)?, r.try_get(1)?),
+                    ReadingScore {
+                        reading: r.try_get(2)?,
+                        score: score as f32,
+                        decided: r.try_get(4)?,
+                        turned: r.try_get(5)?,
+                    },
+                ))
+            })()
+            .map_err(|e| self.sql(e))?;
+            readings.entry(key).or_default().push(reading);
+        }
+        Ok(readings)
     }
 
     /// One verdict with its results, the template text each validator used, and its reviews.

@@ -169,8 +169,8 @@ impl Store {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
             sqlx::query(
-                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, context_score, caught_in_context, mention_score, read_as_mention, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
+                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
             )
             .bind(verdict_id)
             .bind(&r.key)
@@ -178,10 +178,6 @@ impl Store {
             .bind(f64::from(r.score))
             .bind(r.prompt_score.map(f64::from))
             .bind(r.learned_score.map(f64::from))
-            .bind(r.context_score.map(f64::from))
-            .bind(r.caught_in_context)
-            .bind(r.mention_score.map(f64::from))
-            .bind(r.read_as_mention)
             .bind(r.decided_by.as_str())
             .bind(as_written(r.threshold))
             .bind(r.passed)
@@ -200,6 +196,21 @@ impl Store {
                 }
                 _ => self.sql(e),
             })?;
+            for (position, reading) in r.readings.iter().enumerate() {
+                sqlx::query(
+                    "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(verdict_id)
+                .bind(&r.key)
+                .bind(position as i64)
+                .bind(&reading.reading)
+                .bind(f64::from(reading.score))
+                .bind(reading.decided)
+                .bind(reading.turned)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.sql(e))?;
+            }
         }
         if let Some(import) = new.import {
             self.advance_import(&mut tx, import, now).await?;

@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
 use aegis_guard::{
-    Language, ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
+    Language, ModelRef, ReadingScore, ScoreSource, Status, TemplateVersion, ValidatorResult,
+    Verdict, TURN_READING,
 };
 use aegis_store::{NewVerdict, Source, Store, TemplateContent};
 
@@ -33,10 +34,12 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
             score,
             prompt_score: Some(0.4),
             learned_score: Some(score),
-            context_score: None,
-            caught_in_context: false,
-            mention_score: None,
-            read_as_mention: false,
+            readings: vec![ReadingScore {
+                reading: TURN_READING.into(),
+                score,
+                decided: true,
+                turned: false,
+            }],
             decided_by: ScoreSource::Head,
             head_hash: Some("ab".repeat(32)),
             threshold: 0.5,
