@@ -19,7 +19,8 @@ use aegis_engine::{
 };
 
 pub use error::{AdaptError, Result};
-pub use states::{cache_path, read_states, TokenStates, STATES_CACHE_ENV};
+pub use states::TokenStates;
+use states::{cache_path, read_states};
 pub use top::{AdaptedTop, AdapterShape, Products};
 pub use train::{train, StepProgress, TrainingOptions, TrainingReport, TrainingText};
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use aegis_engine::{ChatFormat, Speaker};
 use aegis_guard::{FeatureCache, LabelledMessage, Language, ScoreSource};
 use aegis_heads::Head;
 use aegis_store::{ExampleOrigin, HeadVersion, NewExample, StoredExample};
@@ -216,7 +217,13 @@ impl Console {
                 positives.len()
             )));
         }
-        let content = new_template(&new, self.next_order()?);
+        // The prompt is written in the loaded model's chat markup (the shipped family's while it
+        // loads).
+        let format = self
+            .loaded_guard()
+            .map(|guard| guard.model().info().chat_format)
+            .unwrap_or_default();
+        let content = new_template(&new, self.next_order()?, format);
         // Written (validated, atomically, versioned) and loaded before its examples go in, so an
         // example never names a validator that does not exist.
         self.save_template(&key, &content).await?;
@@ -500,18 +507,20 @@ fn applied_head(applied: aegis_teach::Applied) -> AppliedHead {
 
 /// A template in the shipped validators' shape. Front-matter values are written as JSON strings,
 /// which YAML reads as the same text whatever quotes or colons they hold.
-fn new_template(new: &NewValidator, order: i64) -> String {
+fn new_template(new: &NewValidator, order: i64, format: ChatFormat) -> String {
     let quoted = |s: &str| serde_json::to_string(s.trim()).unwrap_or_else(|_| "\"\"".into());
     let policy = new.policy.trim();
     format!(
         "---\nname: {name}\ndescription: {description}\norder: {order}\nthreshold: 0.5\nrejection:\n  id: {id}\n  en: {en}\n---\n\
-<start_of_turn>user\n\
+{user}\
 You are a policy expert helping to decide whether a message sent to a chat assistant violates a safety policy. Messages may be written in Indonesian or English, often in informal chat style, slang or abbreviations.\n\n\
 Our safety principle is defined below:\n\n\
 * \"{title}\": {policy}\n\n\
 Does the message below violate the above principle? Your answer must start with 'Yes' or 'No'.\n\n\
-<message>\n{{{{message}}}}\n</message><end_of_turn>\n\
-<start_of_turn>model\n",
+<message>\n{{{{message}}}}\n</message>{close}{model}",
+        user = format.open(Speaker::User),
+        close = format.close(),
+        model = format.open(Speaker::Model),
         name = quoted(&new.name),
         description = quoted(policy.lines().next().unwrap_or(policy)),
         id = quoted(&new.rejection_id),
@@ -537,7 +546,8 @@ mod tests {
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let validator =
-            templates::parse(dir.path(), "pii", &new_template(&new, 7)).expect("a valid template");
+            templates::parse(dir.path(), "pii", &new_template(&new, 7, ChatFormat::Gemma))
+                .expect("a valid template");
         assert_eq!(validator.name, "Personal data: \"requests\"");
         assert_eq!(validator.description, "Asking for OTP codes: never.");
         assert_eq!(validator.order, 7);

@@ -79,6 +79,7 @@ impl GemmaEngine {
             context_length: options.max_context.min(model.config().context_length),
             layers: model.config().num_layers,
             synthetic: model.is_synthetic(),
+            chat_format: crate::ChatFormat::Gemma,
         };
         if info.synthetic {
             tracing::warn!(model = %info.id, "{SYNTHETIC_WARNING}");

@@ -25,6 +25,9 @@ pub struct ModelInfo {
     /// Seeded random weights (`aegis model synth`): good for timing, its verdicts mean nothing.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub synthetic: bool,
+    /// How the model marks chat turns: the guard's own prompts (answers, rejections, the
+    /// heads' encoding) are rendered in it.
+    pub chat_format: crate::ChatFormat,
 }
 
 /// What every report shows beside a synthetic model's results.

@@ -2,6 +2,7 @@
 //! and scoring and generation behind the `LanguageModel` trait. Knows nothing of policies.
 
 mod agreement;
+mod chat_format;
 mod config;
 mod cost;
 mod encoder;
@@ -22,12 +23,13 @@ pub mod testing;
 mod tokenizer;
 
 pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
+pub use chat_format::{ChatFormat, Speaker};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
 pub use encoder::{
     default_encoder_dir, encoder_tokens, resolve_encoder, EmbeddingGemma, EncoderAdapter,
     EncoderArithmetic, EncoderInfo, EncoderOutput, EncoderReading, EncoderSpec, LowRankUpdate,
-    Projection, SentenceEncoder, CLASSIFICATION_PROMPT, ENCODER_DIR_ENV,
+    Projection, SentenceEncoder, CLASSIFICATION_PROMPT,
 };
 pub use engine::GemmaEngine;
 pub use error::{EngineError, Result};
@@ -43,9 +45,7 @@ pub use random::SplitMix64;
 pub use request::{DownloadReport, ModelRequest};
 pub use source::{
     default_model_dir, resolve, DownloadListener, DownloadProgress, HubOptions, ModelSpec,
-    ResolvedModel, WeightFiles, MODEL_DIR_ENV,
+    ResolvedModel, WeightFiles,
 };
-pub use synthetic::{
-    synthetic_storage, write_synthetic_gguf, GemmaShape, SyntheticSpec, GEMMA3_VOCAB, SYNTHETIC_KEY,
-};
+pub use synthetic::{synthetic_storage, write_synthetic_gguf, GemmaShape, SyntheticSpec};
 pub use tokenizer::{EncodedPrompt, GemmaTokenizer, Segment};

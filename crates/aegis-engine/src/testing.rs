@@ -49,6 +49,7 @@ impl FakeModel {
                 context_length: 64,
                 layers: 2,
                 synthetic: false,
+                chat_format: crate::ChatFormat::Gemma,
             },
             scores,
             generated: None,

@@ -25,6 +25,4 @@ pub use report::{
     ScoredRow, ValidatorReport, ValidatorSummary,
 };
 pub use run::{run_info, score_rows};
-pub use threshold::{
-    choose_threshold_for_budget, round_robin_folds, threshold_for_budget, BudgetChoice,
-};
+pub use threshold::{choose_threshold_for_budget, BudgetChoice};

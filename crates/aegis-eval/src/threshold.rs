@@ -24,7 +24,8 @@ pub struct BudgetChoice {
 }
 
 /// Benign rows go round `folds` folds in order, and so do the other rows of each class.
-pub fn round_robin_folds(labels: &[bool], benign: &[bool], folds: usize) -> Vec<usize> {
+#[cfg(test)]
+fn round_robin_folds(labels: &[bool], benign: &[bool], folds: usize) -> Vec<usize> {
     let folds = folds.max(2);
     let mut seen = [0usize; 3];
     labels
@@ -58,7 +59,7 @@ pub fn threshold_for_budget(benign_scores: &[f64], budget: f64, decimals: i32) -
 /// benign traffic (their label is false). `fold_of[i]` is the fold row `i` belongs to: the
 /// threshold picked on the other folds' benign rows is scored on it. Pass the folds the scores
 /// were made with (held-out sources, so a fold's benign rows come from sources the threshold
-/// never saw), or [`round_robin_folds`]. `None` without benign rows.
+/// never saw). `None` without benign rows.
 pub fn choose_threshold_for_budget(
     scores: &[f64],
     labels: &[bool],

@@ -60,7 +60,7 @@ impl Guard {
         if !layers.is_empty() && !runnable.is_empty() {
             let prompts: Vec<Prompt> = runnable
                 .iter()
-                .map(|&i| encoding_prompt(inputs[i].text()))
+                .map(|&i| encoding_prompt(self.model.info().chat_format, inputs[i].text()))
                 .collect();
             for (slot, encoded) in encodings
                 .iter_mut()

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
-use crate::heads::{encoding_prompt, ENCODING_PREAMBLE};
+use crate::heads::{encoding_preamble, encoding_prompt};
 
 /// What training reads of one message: the mean after every layer up to the deepest candidate
 /// (of the shared encoding on the model, or of the sentence encoder when the guard's heads read
@@ -97,7 +97,7 @@ impl FeatureCache {
                 hasher.update(v.body_hash().as_bytes());
             }
         } else {
-            hasher.update(ENCODING_PREAMBLE.as_bytes());
+            hasher.update(encoding_preamble(guard.model().info().chat_format).as_bytes());
         }
         hasher.update(text.as_bytes());
         let key: String = hasher
@@ -186,7 +186,11 @@ pub fn message_features(
                     .collect()
             }
             None => {
-                let batch: Vec<_> = missing.iter().map(|&i| encoding_prompt(texts[i])).collect();
+                let format = guard.model().info().chat_format;
+                let batch: Vec<_> = missing
+                    .iter()
+                    .map(|&i| encoding_prompt(format, texts[i]))
+                    .collect();
                 guard
                     .model()
                     .encode_batch(&batch, &layers)

@@ -4,7 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use aegis_engine::{EncoderInfo, EncoderReading, LanguageModel, Prompt, Segment, SentenceEncoder};
+use aegis_engine::{
+    ChatFormat, EncoderInfo, EncoderReading, LanguageModel, Prompt, Segment, SentenceEncoder,
+    Speaker,
+};
 use aegis_heads::Head;
 
 use crate::context::{ContextReading, DEFAULT_CONTEXT_TOKENS};
@@ -318,8 +321,12 @@ impl Guard {
             .join(" ")
     }
 
-    /// The prompt the model writes a rejection from.
-    pub fn rejection_prompt(failed: &[&Validator], language: Language) -> Prompt {
+    /// The prompt, in the model's chat `format`, the model writes a rejection from.
+    pub fn rejection_prompt(
+        format: ChatFormat,
+        failed: &[&Validator],
+        language: Language,
+    ) -> Prompt {
         // The user's text is deliberately left out: the message only names the policies, so a
         // crafted message cannot steer what the guard says back.
         let policies = failed
@@ -331,8 +338,12 @@ impl Guard {
             Language::Indonesian => "Indonesian",
             Language::English => "English",
         };
+        // One template segment, so it is tokenised as one text whatever the markup.
         vec![Segment::Template(format!(
-            "<start_of_turn>user\nWrite one short, polite sentence in {language_name} telling a user that you cannot help with their message because it goes against these policies: {policies}. Reply with the sentence only.<end_of_turn>\n<start_of_turn>model\n"
+            "{open}Write one short, polite sentence in {language_name} telling a user that you cannot help with their message because it goes against these policies: {policies}. Reply with the sentence only.{close}{answer}",
+            open = format.open(Speaker::User),
+            close = format.close(),
+            answer = format.open(Speaker::Model),
         ))]
     }
 
@@ -342,7 +353,7 @@ impl Guard {
         let RejectionMode::Generated { max_tokens } = self.rejection else {
             return templated;
         };
-        let prompt = Self::rejection_prompt(failed, language);
+        let prompt = Self::rejection_prompt(self.model.info().chat_format, failed, language);
         match self
             .model
             .generate(&prompt, max_tokens, &mut aegis_engine::whole_answer)

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use aegis_engine::{
-    EncoderInfo, EncoderOutput, EncoderReading, Encoding, ModelInfo, Prompt, Segment,
-    SentenceEncoder,
+    ChatFormat, EncoderInfo, EncoderOutput, EncoderReading, Encoding, ModelInfo, Prompt, Segment,
+    SentenceEncoder, Speaker,
 };
 use aegis_heads::{probe_texts, Encoder, EncoderFingerprint, Features, Head};
 
@@ -34,21 +34,27 @@ pub fn encoder_adapter(templates_dir: &Path) -> Option<PathBuf> {
 /// shipped heads for both readers sit side by side and `--encoder decoder` keeps working.
 pub const DECODER_HEADS_DIR: &str = "decoder";
 
-/// What the model reads before the message when heads encode it. Fixed: a head is bound to its
-/// hash, and changing it means retraining every head.
-pub const ENCODING_PREAMBLE: &str =
-    "<start_of_turn>user\nA message sent to a chat assistant, to be checked against safety policies:\n\n";
+/// What the model is told before the message when heads encode it, inside a user's turn opened
+/// in its chat format (the message follows in the same turn). Fixed: a head is bound to the
+/// preamble's hash, and changing it means retraining every head.
+pub const ENCODING_INSTRUCTION: &str =
+    "A message sent to a chat assistant, to be checked against safety policies:\n\n";
 
-/// sha256 of [`ENCODING_PREAMBLE`], as heads record it.
-pub fn encoding_context_hash() -> String {
-    hex_sha256(ENCODING_PREAMBLE.as_bytes())
+/// The preamble the model reads before the message in its chat `format`.
+pub fn encoding_preamble(format: ChatFormat) -> String {
+    format!("{}{ENCODING_INSTRUCTION}", format.open(Speaker::User))
+}
+
+/// sha256 of the [`encoding_preamble`], as heads record it.
+pub fn encoding_context_hash(format: ChatFormat) -> String {
+    hex_sha256(encoding_preamble(format).as_bytes())
 }
 
 /// The shared encoding's prompt for `message`: the preamble as template text (control tokens
 /// parsed), the message as user text (never control tokens).
-pub fn encoding_prompt(message: &str) -> Prompt {
+pub fn encoding_prompt(format: ChatFormat, message: &str) -> Prompt {
     vec![
-        Segment::Template(ENCODING_PREAMBLE.to_string()),
+        Segment::Template(encoding_preamble(format)),
         Segment::User(message.to_string()),
     ]
 }
@@ -283,7 +289,7 @@ fn check_decoder_binding(head: &Head, model: &ModelInfo) -> Result<(), String> {
             "`aegis train` on this model",
         ));
     }
-    if head.features.context_hash != encoding_context_hash() {
+    if head.features.context_hash != encoding_context_hash(model.chat_format) {
         return Err(
             "it was trained on another encoding preamble; retrain it with `aegis train`".into(),
         );

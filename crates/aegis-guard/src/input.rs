@@ -5,6 +5,7 @@
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
+use aegis_engine::{ChatFormat, Segment, Speaker};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GuardError, Result};
@@ -232,22 +233,17 @@ impl From<&str> for GuardInput {
     }
 }
 
-/// The model's chat prompt for the next assistant turn after `turns`: what a prototype's answer
-/// is generated from. Every turn's content is user text, so no turn can close its own turn.
-pub fn answer_prompt(turns: &[Turn]) -> Vec<aegis_engine::Segment> {
-    use aegis_engine::Segment;
-    let mut prompt = Vec::with_capacity(2 * turns.len() + 1);
-    for turn in turns {
+/// The model's chat prompt, in its `format`, for the next assistant turn after `turns`: what a
+/// prototype's answer is generated from. Every turn's content is user text, so no turn can close
+/// its own turn.
+pub fn answer_prompt(format: ChatFormat, turns: &[Turn]) -> Vec<aegis_engine::Segment> {
+    format.prompt(turns.iter().map(|turn| {
         let speaker = match turn.role {
-            Role::User => "user",
-            Role::Assistant => "model",
+            Role::User => Speaker::User,
+            Role::Assistant => Speaker::Model,
         };
-        prompt.push(Segment::Template(format!("<start_of_turn>{speaker}\n")));
-        prompt.push(Segment::User(turn.content.clone()));
-        prompt.push(Segment::Template("<end_of_turn>\n".into()));
-    }
-    prompt.push(Segment::Template("<start_of_turn>model\n".into()));
-    prompt
+        (speaker, vec![Segment::User(turn.content.clone())])
+    }))
 }
 
 /// [`answer_prompt`] for the most recent turns that leave `answer_tokens` of room in `model`'s
@@ -260,13 +256,14 @@ pub fn fitting_answer_prompt(
 ) -> Result<Vec<aegis_engine::Segment>> {
     validate_conversation(turns)?;
     let limit = model.info().context_length;
+    let format = model.info().chat_format;
     let fits = |start: usize| -> Result<(bool, usize)> {
-        let tokens = model.count_prompt_tokens(&answer_prompt(&turns[start..]))?;
+        let tokens = model.count_prompt_tokens(&answer_prompt(format, &turns[start..]))?;
         Ok((tokens + answer_tokens <= limit, tokens))
     };
     // The whole conversation usually fits: one tokenisation.
     if fits(0)?.0 {
-        return Ok(answer_prompt(turns));
+        return Ok(answer_prompt(format, turns));
     }
     let last = turns.len() - 1;
     let (last_fits, last_tokens) = fits(last)?;
@@ -293,7 +290,7 @@ pub fn fitting_answer_prompt(
         dropped = high,
         "the oldest turns were left out of the answer's prompt to fit the context"
     );
-    Ok(answer_prompt(&turns[high..]))
+    Ok(answer_prompt(format, &turns[high..]))
 }
 
 /// A conversation has at least one turn and no empty turn.

@@ -19,33 +19,27 @@ mod training;
 mod verdict;
 
 pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
-pub use context::{fit_context, joined_text, ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
+pub use context::{ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{ErrorKind, GuardError, Result};
 pub use features::{message_features, FeatureCache, MessageFeatures};
 pub use guard::{
     Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
 };
 pub use heads::{
-    check_binding, encoder_adapter, encoder_context_hash, encoder_fingerprint, encoder_reading,
-    encoding_context_hash, encoding_prompt, head_input, head_path, heads_dir, heads_unavailable,
-    layers_read, load_heads, EncoderRead, DECODER_HEADS_DIR, ENCODER_ADAPTER_FILE,
-    ENCODING_PREAMBLE, HEADS_DIR,
+    encoder_adapter, encoder_fingerprint, encoder_reading, encoding_prompt, head_path, heads_dir,
+    heads_unavailable, layers_read, EncoderRead, ENCODER_ADAPTER_FILE, HEADS_DIR,
 };
 pub use input::{
-    answer_prompt, fitting_answer_prompt, turn_from_parts, validate_conversation, EarlierTurns,
-    GuardInput, Role, Turn, TurnsChecked,
+    fitting_answer_prompt, turn_from_parts, EarlierTurns, GuardInput, Role, Turn, TurnsChecked,
 };
 pub use language::Language;
 pub use mention::QuoteReading;
-pub use prompts_dir::{find_prompts_dir, PROMPTS_ENV, PROMPTS_FOLDER};
+pub use prompts_dir::find_prompts_dir;
 pub use readings::{
     find_reading, Combine, Reading, ReadingScore, TurnToRead, IN_CONTEXT, QUOTES_ELIDED,
     TURN_READING,
 };
-pub use template::{
-    load_validators, AppliesTo, LoadedValidators, Rejection, Validator, CONTEXT_PLACEHOLDER,
-    PLACEHOLDER,
-};
+pub use template::{load_validators, AppliesTo, LoadedValidators, Rejection, Validator};
 pub use training::{
     train_validator, LabelledMessage, LayerSearch, ScoringQuality, ValidatorTraining,
     TAUGHT_ID_PREFIX,

@@ -6,9 +6,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use aegis_engine::testing::{FakeEncoder, FakeModel};
-use aegis_engine::EncoderReading;
+use aegis_engine::{ChatFormat, EncoderReading};
 use aegis_heads::{CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, HEAD_FORMAT};
 
+use crate::heads::{encoder_context_hash, encoding_context_hash, encoding_preamble};
 use crate::*;
 
 pub(crate) fn validator(key: &str, order: i64) -> Validator {
@@ -144,7 +145,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
         features: Features {
             encoder: Encoder::Decoder,
             layers,
-            context_hash: encoding_context_hash(),
+            context_hash: encoding_context_hash(ChatFormat::Gemma),
         },
         model: ModelBinding {
             id: "fake".into(),
@@ -502,5 +503,21 @@ fn a_decoder_head_decides_at_its_own_threshold_and_a_reload_keeps_the_guards_cho
     assert_eq!(
         verdict.rejection_message, "Sorry toxic.",
         "the language is kept"
+    );
+}
+
+#[test]
+fn the_encoding_preamble_in_gemmas_markup_is_the_one_the_shipped_heads_were_trained_on() {
+    // Decoder heads record the preamble's hash: rendering it through the chat format must not
+    // change a byte of it.
+    assert_eq!(
+        encoding_preamble(ChatFormat::Gemma),
+        "<start_of_turn>user\nA message sent to a chat assistant, to be checked against safety policies:\n\n"
+    );
+    assert_eq!(
+        Guard::rejection_prompt(ChatFormat::Gemma, &[&validator("spam", 0)], Language::English),
+        vec![aegis_engine::Segment::Template(
+            "<start_of_turn>user\nWrite one short, polite sentence in English telling a user that you cannot help with their message because it goes against these policies: spam. Reply with the sentence only.<end_of_turn>\n<start_of_turn>model\n".into()
+        )]
     );
 }

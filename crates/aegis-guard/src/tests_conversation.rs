@@ -7,6 +7,7 @@ use std::sync::Arc;
 use aegis_engine::testing::{FakeEncoder, FakeModel};
 use aegis_engine::Segment;
 
+use crate::input::answer_prompt;
 use crate::tests::{encoder_head, validator};
 use crate::*;
 
@@ -295,7 +296,10 @@ fn an_answer_prompt_keeps_the_recent_turns_that_fit_and_refuses_a_last_turn_that
         .collect();
     assert_eq!(kept, vec![words(20), words(10)]);
     let everything = fitting_answer_prompt(&model, &turns[1..], 10).expect("fits");
-    assert_eq!(everything, answer_prompt(&turns[1..]));
+    assert_eq!(
+        everything,
+        answer_prompt(aegis_engine::ChatFormat::Gemma, &turns[1..])
+    );
     let too_long = fitting_answer_prompt(&model, &[Turn::user(words(60))], 10);
     assert!(
         matches!(too_long, Err(GuardError::TooLong { limit: 64, .. })),

@@ -231,7 +231,7 @@ pub fn train_validator(
             Features {
                 encoder: Encoder::Decoder,
                 layers: best_layers,
-                context_hash: encoding_context_hash(),
+                context_hash: encoding_context_hash(guard.model().info().chat_format),
             },
             ModelBinding {
                 id: guard.model().info().id.clone(),

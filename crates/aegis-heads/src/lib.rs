@@ -16,12 +16,12 @@ mod train;
 mod weights;
 
 pub use error::{HeadError, Result};
-pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding, MIN_PROBE_COSINE};
+pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
 pub use head::{
     candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
     HEAD_FORMAT,
 };
-pub use metrics::{binary_metrics, roc_auc, BinaryMetrics};
+pub use metrics::{roc_auc, BinaryMetrics};
 pub use train::{
     cv_metrics, metrics_by_language, train, Example, FoldReport, TrainOptions, Trained,
 };

@@ -26,7 +26,7 @@ use futures_util::future::join_all;
 use serde_json::Value;
 
 pub use client::ClientOptions;
-pub use dialect::{Dialect, VLLM_TOP_LOGPROBS};
+pub use dialect::Dialect;
 pub use encoder::RemoteEncoder;
 
 use client::Client;
@@ -142,6 +142,8 @@ impl RemoteModel {
             // No hidden states come back from a server: learned heads cannot run on it.
             layers: 0,
             synthetic: false,
+            // Its tokenizer was checked against Gemma's above: it serves a Gemma.
+            chat_format: aegis_engine::ChatFormat::Gemma,
         };
         tracing::info!(url = %info.content_hash, model = %served, api = dialect.name(), context = info.context_length, "model server connected");
         Ok(Self {

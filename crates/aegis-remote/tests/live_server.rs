@@ -139,7 +139,8 @@ fn a_rejection_message_is_generated_on_the_server() {
         .iter()
         .find(|v| v.key == "spam")
         .expect("spam");
-    let prompt = Guard::rejection_prompt(&[spam], Language::English);
+    let prompt =
+        Guard::rejection_prompt(aegis_engine::ChatFormat::Gemma, &[spam], Language::English);
     let mut streamed = String::new();
     let text = remote
         .generate(&prompt, 40, &mut |piece| {

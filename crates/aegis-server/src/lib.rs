@@ -21,5 +21,5 @@ mod trust;
 
 pub use error::ApiError;
 pub use router::router;
-pub use serve::{serve, Stopped, HEADER_READ_TIMEOUT, SHUTDOWN_GRACE};
+pub use serve::{serve, Stopped, SHUTDOWN_GRACE};
 pub use state::{AppState, ConfigError, ServerConfig};

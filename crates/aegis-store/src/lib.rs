@@ -33,6 +33,6 @@ pub use query::{
 };
 pub use queue::{ReviewQueue, TemplateSave};
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
-pub use reviewed::{review_labels, ReviewedExample};
+pub use reviewed::ReviewedExample;
 pub use reviews::{Decision, NewReview, Review};
 pub use time::{format_millis, now_millis, parse_day};

@@ -79,16 +79,18 @@ pub fn fit_validator(
             3,
         )
     });
-    let near_miss = benign_budget
-        .and_then(|_| crate::near_miss_threshold(key, messages, &trained.chosen.out_of_fold));
-    let threshold = crate::higher_threshold(budget.as_ref().map(|c| c.threshold), near_miss)
-        .map(|t| (t * 1000.0).round() / 1000.0);
+    let near_miss = benign_budget.and_then(|_| {
+        crate::near_miss::near_miss_threshold(key, messages, &trained.chosen.out_of_fold)
+    });
+    let threshold =
+        crate::near_miss::higher_threshold(budget.as_ref().map(|c| c.threshold), near_miss)
+            .map(|t| (t * 1000.0).round() / 1000.0);
     trained.head.training.threshold = threshold;
     let topic_warning = crate::topic_warning(
         &trained.chosen.out_of_fold,
         &trained.labels,
         threshold,
-        crate::taught_near_misses(key, messages),
+        crate::near_miss::taught_near_misses(key, messages),
     );
     Ok(FittedValidator {
         trained,

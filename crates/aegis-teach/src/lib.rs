@@ -14,21 +14,16 @@ mod near_miss;
 mod suggest;
 mod versions;
 
-pub use adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
+pub use adapter::{apply_adapter, AdapterRecord};
 pub use applied::Applied;
-pub use author_figures::{author_figures, AuthorFigures, LanguageFigures, MIN_TO_MEASURE};
+pub use author_figures::{author_figures, AuthorFigures, LanguageFigures};
 pub use data::{
     keep_positives, negatives_for_new_validator, read_messages, taught_rows, training_files,
     TrainingFiles,
 };
 pub use error::{Result, TeachError};
-pub use near_miss::{
-    higher_threshold, near_miss_threshold, taught_near_misses, topic_warning, MIN_NEAR_MISSES,
-    NEAR_MISS_BUDGET, NEAR_SHARE, THRESHOLD_FLOOR,
-};
-pub use suggest::{
-    suggest, suggestion_pool, SuggestRequest, Suggestion, SuggestionReason, HISTORY_POOL,
-};
+pub use near_miss::{topic_warning, NEAR_MISS_BUDGET};
+pub use suggest::{suggest, suggestion_pool, SuggestRequest, Suggestion, SuggestionReason};
 
 /// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for

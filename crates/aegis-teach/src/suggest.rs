@@ -118,7 +118,7 @@ pub fn suggest(
     // A threshold below the floor is the sign of a head that learned only the topic (see
     // `topic_warning`): it says nothing about the policy, so doubt is measured where the head
     // itself is undecided.
-    let boundary = if threshold < crate::THRESHOLD_FLOOR {
+    let boundary = if threshold < crate::near_miss::THRESHOLD_FLOOR {
         0.5
     } else {
         threshold

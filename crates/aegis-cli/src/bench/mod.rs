@@ -317,7 +317,7 @@ fn verdict_plan(engine: &GemmaEngine, guard: &Guard, text: &str) -> Result<Compu
     let mut encoding = if layers.is_empty() {
         ComputePlan::default()
     } else {
-        engine.plan_encoding(&[encoding_prompt(text)], &layers)?
+        engine.plan_encoding(&[encoding_prompt(engine.info().chat_format, text)], &layers)?
     };
     if let Some(encoder) = guard.encoder() {
         let reading = guard.encoder_reading();
@@ -529,9 +529,11 @@ fn transformers_baseline(
 ) -> Result<Value> {
     // The rejection prompt the guard writes when every validator fails (the longest one).
     let every: Vec<&Validator> = validators.iter().collect();
-    let rejection = engine
-        .tokenizer()
-        .encode_prompt(&Guard::rejection_prompt(&every, Language::English))?;
+    let rejection = engine.tokenizer().encode_prompt(&Guard::rejection_prompt(
+        engine.info().chat_format,
+        &every,
+        Language::English,
+    ))?;
     let cfg = engine.model().config();
     let request = json!({
         "shape": {

@@ -8,7 +8,7 @@ mod source;
 
 pub use adapter::{EncoderAdapter, LowRankUpdate, Projection};
 pub use embedding_gemma::{EmbeddingGemma, EncoderArithmetic};
-pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec, ENCODER_DIR_ENV};
+pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec};
 
 use crate::cost::ComputePlan;
 use crate::error::{EngineError, Result};
