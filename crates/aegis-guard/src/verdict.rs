@@ -1,12 +1,12 @@
 //! What the guard says about one message: a result per validator, and the verdict around them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::context::TurnReport;
 use crate::language::Language;
 use crate::readings::{find_reading, ReadingScore};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Status {

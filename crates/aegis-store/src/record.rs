@@ -11,6 +11,7 @@ use crate::time::now_millis;
 /// Where a message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum Source {
     /// Typed into the desktop console.
     Typed,

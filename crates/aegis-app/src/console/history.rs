@@ -19,12 +19,10 @@ use super::{lock, Console};
 #[serde(default)]
 pub struct HistoryQuery {
     pub text: Option<String>,
-    /// passed or failed.
-    pub status: Option<String>,
+    pub status: Option<Status>,
     /// Verdicts this validator failed.
     pub validator: Option<String>,
-    /// typed, import, http or cli.
-    pub source: Option<String>,
+    pub source: Option<Source>,
     /// YYYY-MM-DD, inclusive.
     pub since: Option<String>,
     /// YYYY-MM-DD, inclusive.
@@ -116,20 +114,9 @@ fn filter_of(query: &HistoryQuery) -> Result<HistoryFilter, ConsoleError> {
     };
     const DAY_MS: i64 = 86_400_000;
     Ok(HistoryFilter {
-        status: match present(&query.status).as_deref() {
-            None => None,
-            Some("passed") => Some(Status::Passed),
-            Some("failed") => Some(Status::Failed),
-            Some(other) => {
-                return Err(ConsoleError::Invalid(format!(
-                    "unknown status {other:?}: use passed or failed"
-                )))
-            }
-        },
+        status: query.status,
         failed_validator: present(&query.validator),
-        source: present(&query.source)
-            .map(|s| s.parse::<Source>())
-            .transpose()?,
+        source: query.source,
         since: present(&query.since).map(|d| parse_day(&d)).transpose()?,
         until: present(&query.until)
             .map(|d| parse_day(&d).map(|start| start + DAY_MS))
