@@ -5,7 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use aegis_guard::Language;
+use aegis_guard::{GuardError, Language};
+use aegis_runtime::WorkerError;
 use aegis_store::{Added, ExampleOrigin, NewExample};
 use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
@@ -126,11 +127,7 @@ pub(crate) async fn feedback(
         }
         (None, Some(text)) => {
             if text.trim().is_empty() {
-                return Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "empty_text",
-                    "the text is empty",
-                ));
+                return Err(worker_error(WorkerError::Guard(GuardError::EmptyText)));
             }
             let language = language.unwrap_or_else(|| Language::detect(&text));
             (text, language.code().to_string())

@@ -122,10 +122,10 @@ fn add_shared_errors(document: &mut Value) {
             }
             if method == "post" {
                 codes.extend([
-                    ("400", "Malformed JSON, or a request the fields allow but the server cannot do (bad_request, bad_turn)"),
+                    ("400", "Malformed JSON, or a request the fields allow but the server cannot do (bad_request, bad_turn, empty_text)"),
                     ("413", "Body over the size limit (body_too_large), a text over the model's context in tokens (text_too_long), or too many turns (too_many_turns)"),
                     ("415", "The body was not sent as application/json"),
-                    ("422", "A field is missing, has the wrong type, or names what is not there (invalid_request, unknown_validator, unknown_language, empty_text)"),
+                    ("422", "A field is missing, has the wrong type, or names what is not there (invalid_request, unknown_validator, unknown_language)"),
                     ("500", "The model failed on this request (internal_error, guard_failed); the next request is served"),
                 ]);
             }

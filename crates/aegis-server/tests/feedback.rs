@@ -107,7 +107,7 @@ async fn bad_feedback_is_refused_with_json_and_keeps_nothing() {
         ),
         (
             json!({"validator": "spam", "violates": true, "text": "  "}).to_string(),
-            422,
+            400,
             "empty_text",
         ),
         (
