@@ -130,7 +130,7 @@ test("a conversation's last turn is judged in its context, and history shows the
   assert.match(context, /turn 1 \(user\)/, context);
   const harassment = await d.find('[data-testid="result-harassment"]');
   assert.equal(await d.attribute(harassment, "data-passed"), "false");
-  await d.waitFor('[data-testid="in-context-harassment"]');
+  await d.waitFor('[data-testid="turned-in_context-harassment"]');
   await shot("01b-conversation");
 
   await go("history");
@@ -138,7 +138,7 @@ test("a conversation's last turn is judged in its context, and history shows the
   await d.waitFor('[data-testid="history-detail"]');
   const stored = await d.text(await d.waitFor('[data-testid="turn-context"]'));
   assert.match(stored, /ignore me after what you said/, stored);
-  await d.waitFor('[data-testid="history-in-context-harassment"]');
+  await d.waitFor('[data-testid="history-turned-in_context-harassment"]');
   await go("check");
   await d.click(await d.waitFor('[data-testid="mode-message"]'));
 });
