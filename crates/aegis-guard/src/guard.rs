@@ -59,8 +59,6 @@ pub struct Guard {
     pub(crate) prompt_scores: bool,
     /// Tokens of earlier turns read with a checked turn, at most.
     pub(crate) context_tokens: usize,
-    /// Every head reads context this way, whatever its validator says (for measuring).
-    pub(crate) context_reading: Option<ContextReading>,
     /// The readings besides the turn as written that heads on the sentence encoder make, in the
     /// order their scores meet.
     pub(crate) readings: Vec<Arc<dyn Reading>>,
@@ -87,7 +85,6 @@ impl Guard {
             language: None,
             prompt_scores: false,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
-            context_reading: None,
             readings: vec![Arc::new(QuotesElided), Arc::new(InContext { forced: None })],
         }
     }
@@ -144,8 +141,9 @@ impl Guard {
         let mut reloaded = reloaded
             .with_rejection(self.rejection)
             .with_language(self.language)
-            .with_prompt_scores(self.prompt_scores)
-            .with_context(self.context_tokens, self.context_reading);
+            .with_prompt_scores(self.prompt_scores);
+        // The readings carry the guard's context override (`with_context`) with them.
+        reloaded.context_tokens = self.context_tokens;
         reloaded.readings = self.readings.clone();
         Ok((reloaded, problems))
     }
@@ -214,7 +212,6 @@ impl Guard {
             language: self.language,
             prompt_scores: self.prompt_scores,
             context_tokens: self.context_tokens,
-            context_reading: self.context_reading,
             readings: self.readings.clone(),
         }
     }
@@ -230,7 +227,6 @@ impl Guard {
     /// says, or (`None`) as its validator's front matter does.
     pub fn with_context(mut self, tokens: usize, reading: Option<ContextReading>) -> Self {
         self.context_tokens = tokens;
-        self.context_reading = reading;
         self.with_reading(Arc::new(InContext { forced: reading }))
     }
 

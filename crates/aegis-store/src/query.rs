@@ -202,11 +202,8 @@ impl Store {
             "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash
              FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
         );
-        let mut ids = q.separated(", ");
-        for row in rows.iter() {
-            ids.push_bind(row.verdict_id);
-        }
-        q.push(") ORDER BY r.verdict_id, r.position");
+        close_verdict_ids(&mut q, rows);
+        q.push(" ORDER BY r.verdict_id, r.position");
         let raw = q
             .build()
             .fetch_all(&self.reader)
@@ -253,11 +250,8 @@ impl Store {
         let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
             "SELECT verdict_id, validator_key, reading, score, decided, turned FROM validator_readings WHERE verdict_id IN (",
         );
-        let mut ids = q.separated(", ");
-        for row in rows {
-            ids.push_bind(row.verdict_id);
-        }
-        q.push(") ORDER BY verdict_id, validator_key, position");
+        close_verdict_ids(&mut q, rows);
+        q.push(" ORDER BY verdict_id, validator_key, position");
         let raw = q
             .build()
             .fetch_all(&self.reader)
@@ -435,4 +429,13 @@ fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx
         encoder_hash: r.try_get(19)?,
         results: Vec::new(),
     })
+}
+
+/// Ends a query's `verdict_id IN (` with the ids of `rows`, bound.
+fn close_verdict_ids(q: &mut QueryBuilder<'_, Sqlite>, rows: &[HistoryRow]) {
+    let mut ids = q.separated(", ");
+    for row in rows {
+        ids.push_bind(row.verdict_id);
+    }
+    q.push(")");
 }
