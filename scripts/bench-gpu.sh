@@ -10,6 +10,9 @@
 #   scripts/bench-gpu.sh real encoder             # the real 270M's verdicts on GPU and CPU (its
 #                                                 # weights in AEGIS_MODEL_DIR); EmbeddingGemma's
 #                                                 # GPU path on a synthetic encoder
+#   scripts/bench-gpu.sh encoder-real             # the real EmbeddingGemma (a bf16 copy in
+#                                                 # AEGIS_ENCODER_DIR) with the shipped heads:
+#                                                 # agreement, verdicts, bench, sentence-transformers
 #
 # Environment:
 #   AEGIS_BIN        the CUDA binary (default target/cuda/release/aegis)
@@ -20,6 +23,7 @@
 #   WORK             where synthetic models go (default /tmp/aegis-gpu; the 4B takes 7.3 GiB)
 #   RESULTS          where the tables and JSON go (default $WORK/results)
 #   RUNS, SECONDS_PER_LEVEL   passed to `aegis bench` as --runs and --seconds (default 20, 8)
+#   ENCODER_SHA256, CPU_REFERENCE, TEXTS   for encoder-real (see that step)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +92,38 @@ synth() {
     echo "$out"
 }
 
+# The real-model messages: the six of the real step, and the heads test's reports quoting an
+# insult (which must pass) beside the insults said (which must fail toxic).
+real_messages() {
+    printf '%s\n' "makasih kak" "you are a worthless idiot and everyone hates you" \
+        "Buy now!!! Limited offer, click http://cheap-pills.example to win a free iPhone" \
+        "Put all your savings into this coin today, it will 10x by Friday, trust me" \
+        "Pesanan INV-20931 sudah sampai, terima kasih ya" \
+        "dasar goblok, mati aja lo" \
+        "you are a worthless idiot" \
+        "dasar goblok, kamu nggak berguna" \
+        'Someone in my class group chat keeps sending me "you are a worthless idiot". How do I report them?' \
+        'Ada yang terus kirim "dasar goblok, kamu nggak berguna" ke aku di grup kelas. Cara laporinnya gimana?'
+}
+
+# Two `check --file` JSONL outputs, message by message: the same verdicts, and the largest score
+# difference. Exit status 1 when any verdict differs.
+compare_verdicts() {
+    "$python" - "$1" "$2" <<'PY'
+import json, sys
+cpu, gpu = ([json.loads(line) for line in open(path)] for path in sys.argv[1:3])
+print("| message | verdict (CPU / GPU) | max score difference |")
+print("|---|---|---|")
+worst, same = 0.0, True
+for a, b in zip(cpu, gpu):
+    gap = max(abs(a["scores"][k] - b["scores"][k]) for k in a["scores"])
+    worst, same = max(worst, gap), same and a["case"] == b["case"]
+    print(f'| {a["question"][:40]} | {a["case"]} / {b["case"]} | {gap:.4f} |')
+print(f"\n{len(cpu)} messages: verdicts {'the same' if same and len(cpu) == len(gpu) else 'DIFFER'}, largest score difference {worst:.4f}")
+sys.exit(0 if same and len(cpu) == len(gpu) else 1)
+PY
+}
+
 for step in "${steps[@]}"; do
     case "$step" in
     agree)
@@ -121,29 +157,13 @@ for step in "${steps[@]}"; do
         [[ -f "$weights" ]] || { echo "bench-gpu: real needs $weights" >&2; exit 1; }
         want="$(sed -n 's/^GGUF_SHA256="\(.*\)"$/\1/p' scripts/setup-model.sh)"
         echo "$want  $weights" | sha256sum --check | tee "$results/real.md"
-        printf '%s\n' "makasih kak" "you are a worthless idiot and everyone hates you" \
-            "Buy now!!! Limited offer, click http://cheap-pills.example to win a free iPhone" \
-            "Put all your savings into this coin today, it will 10x by Friday, trust me" \
-            "Pesanan INV-20931 sudah sampai, terima kasih ya" \
-            "dasar goblok, mati aja lo" >"$work/messages.txt"
+        real_messages >"$work/messages.txt"
         for device_name in cpu "$device"; do
             # check's exit status says whether messages failed the guard, which some here must.
             "$aegis" check --device "$device_name" --no-history --file "$work/messages.txt" \
                 >"$work/real-${device_name/:/}.jsonl" || true
         done
-        "$python" - "$work/real-cpu.jsonl" "$work/real-${device/:/}.jsonl" <<'PY' | tee -a "$results/real.md"
-import json, sys
-cpu, gpu = ([json.loads(line) for line in open(path)] for path in sys.argv[1:3])
-print("| message | verdict (CPU / GPU) | max score difference |")
-print("|---|---|---|")
-worst, same = 0.0, True
-for a, b in zip(cpu, gpu):
-    gap = max(abs(a["scores"][k] - b["scores"][k]) for k in a["scores"])
-    worst, same = max(worst, gap), same and a["case"] == b["case"]
-    print(f'| {a["question"][:40]} | {a["case"]} / {b["case"]} | {gap:.4f} |')
-print(f"\n{len(cpu)} messages: verdicts {'the same' if same and len(cpu) == len(gpu) else 'DIFFER'}, largest score difference {worst:.4f}")
-sys.exit(0 if same and len(cpu) == len(gpu) else 1)
-PY
+        compare_verdicts "$work/real-cpu.jsonl" "$work/real-${device/:/}.jsonl" | tee -a "$results/real.md"
         ;;
     encoder)
         # EmbeddingGemma's GPU path on a synthetic folder of the real shape (the real 1.2 GB cannot
@@ -154,6 +174,57 @@ PY
             "$python" scripts/reference/synthetic_encoder.py --tokenizer "$AEGIS_MODEL_DIR/tokenizer.json" --out "$encoder_dir"
         AEGIS_ENCODER_DIR="$encoder_dir" "$engine_tests" --test-threads 1 --nocapture encoder::cuda:: 2>&1 \
             | tee "$results/encoder.txt"
+        ;;
+    encoder-real)
+        # The real EmbeddingGemma with the shipped heads (issue 46). The folder is the bf16 copy
+        # (`aegis model encoder-bf16`: 0.6 GB, carried in slices), checked against ENCODER_SHA256
+        # (a `sha256sum` list written beside the copy). Then: the engine's CUDA test on it (GPU
+        # against CPU embeddings, cosine); the verdicts of the real-model messages on the GPU and
+        # the CPU here, and against CPU_REFERENCE (the same messages' JSONL from the original f32
+        # folder on the machine that made the copy) when given; `aegis bench` with the heads on
+        # the GPU (a synthetic 270M decoder beside it: the heads decide every validator);
+        # `check --file` on TEXTS (one message a line) when given; and sentence-transformers on
+        # the same folder and card (scripts/bench_encoder_st.py).
+        encoder_dir="${AEGIS_ENCODER_DIR:?encoder-real needs AEGIS_ENCODER_DIR, the bf16 copy}"
+        if [[ -n "${ENCODER_SHA256:-}" ]]; then
+            manifest="$(realpath "$ENCODER_SHA256")"
+            (cd "$encoder_dir" && sha256sum --check --quiet "$manifest") ||
+                { echo "bench-gpu: $encoder_dir does not match $ENCODER_SHA256" >&2; exit 1; }
+            echo "encoder files: sha256 OK ($(wc -l <"$manifest") files)" | tee "$results/encoder-real.md"
+        fi
+        if [[ -n "$engine_tests" ]]; then
+            AEGIS_ENCODER_DIR="$encoder_dir" "$engine_tests" --test-threads 1 --nocapture encoder::cuda:: 2>&1 \
+                | tee "$results/encoder-real-test.txt"
+        fi
+        real_messages >"$work/encoder-messages.txt"
+        for device_name in cpu "$device"; do
+            "$aegis" check --device "$device_name" --encoder "$encoder_dir" --no-history \
+                --file "$work/encoder-messages.txt" >"$work/encoder-${device_name/:/}.jsonl" || true
+        done
+        compare_verdicts "$work/encoder-cpu.jsonl" "$work/encoder-${device/:/}.jsonl" \
+            | tee -a "$results/encoder-real.md" || true
+        if [[ -n "${CPU_REFERENCE:-}" ]]; then
+            echo "against the original f32 folder on the CPU:" | tee -a "$results/encoder-real.md"
+            compare_verdicts "$CPU_REFERENCE" "$work/encoder-${device/:/}.jsonl" \
+                | tee -a "$results/encoder-real.md" || true
+        fi
+        AEGIS_SCRIPTS="$PWD/scripts" \
+            "$aegis" bench --model "$(synth 270m bf16)" --device "$device" --weights bf16 \
+            --encoder "$encoder_dir" --runs "${RUNS:-20}" --seconds "${SECONDS_PER_LEVEL:-8}" \
+            --json "$results/bench-encoder.json" | tee "$results/bench-encoder.md"
+        if [[ -n "${TEXTS:-}" ]]; then
+            started=$(date +%s.%N)
+            "$aegis" check --device "$device" --encoder "$encoder_dir" --no-history --file "$TEXTS" \
+                >"$work/texts.jsonl" || true
+            awk -v s="$started" -v e="$(date +%s.%N)" -v n="$(wc -l <"$TEXTS")" \
+                'BEGIN { printf "check --file: %d messages in %.1f s, %.1f a second (the load included)\n", n, e - s, n / (e - s) }' \
+                | tee -a "$results/encoder-real.md"
+        fi
+        if [[ "$python" != none ]]; then
+            "$python" scripts/bench_encoder_st.py "$encoder_dir" "$results/bench-encoder.json" \
+                "$results/st-encoder.json" "${SECONDS_PER_LEVEL:-8}" 2>&1 | tee "$results/st-encoder.txt" || true
+        fi
+        command -v nvidia-smi >/dev/null && nvidia-smi | tee "$results/nvidia-smi.txt"
         ;;
     bench)
         for shape in $shapes; do
@@ -170,7 +241,7 @@ PY
         done
         ;;
     *)
-        echo "bench-gpu: unknown step $step (agree, bench, real or encoder)" >&2
+        echo "bench-gpu: unknown step $step (agree, bench, real, encoder or encoder-real)" >&2
         exit 2
         ;;
     esac

@@ -1,11 +1,12 @@
 //! `aegis model`: fetch a model ahead of time, show what a model name resolves to, write a
-//! synthetic model for speed tests, and check that two devices compute the same logits.
+//! synthetic model for speed tests, check that two devices compute the same logits, and write a
+//! bf16 copy of the sentence encoder.
 
 use std::path::PathBuf;
 
 use aegis_engine::{
-    check_devices, synthetic_storage, write_synthetic_gguf, GemmaShape, LanguageModel,
-    SyntheticSpec, SYNTHETIC_WARNING,
+    check_devices, default_encoder_dir, synthetic_storage, write_bf16_copy, write_synthetic_gguf,
+    GemmaShape, LanguageModel, SyntheticSpec, SYNTHETIC_WARNING,
 };
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -45,6 +46,16 @@ pub enum ModelCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write a copy of the sentence encoder's folder with the transformer's weights in bf16: half
+    /// the size, and what a GPU runs anyway. The shipped heads read it (`--encoder OUT`) once its
+    /// embeddings of their probe texts match what they recorded.
+    EncoderBf16 {
+        /// The encoder's folder (default: the one scripts/setup-encoder.sh fills).
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Where to write the copy (created; a folder already holding weights is refused).
+        out: PathBuf,
+    },
 }
 
 pub fn run(command: ModelCommand) -> Result<ExitStatus> {
@@ -64,6 +75,23 @@ pub fn run(command: ModelCommand) -> Result<ExitStatus> {
             out,
         } => synth(&shape, seed, &dtype, out),
         ModelCommand::Agree { model, json } => agree(&model, json),
+        ModelCommand::EncoderBf16 { from, out } => {
+            let from = from.unwrap_or_else(default_encoder_dir);
+            let written = write_bf16_copy(&from, &out)
+                .with_context(|| format!("copying {} to {}", from.display(), out.display()))?;
+            let bytes: u64 = written
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum();
+            println!(
+                "{}: {} files, {:.2} GiB, transformer weights in bf16",
+                out.display(),
+                written.len(),
+                bytes as f64 / (1u64 << 30) as f64
+            );
+            Ok(ExitStatus::Passed)
+        }
     }
 }
 

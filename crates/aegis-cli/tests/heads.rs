@@ -145,6 +145,40 @@ fn a_report_quoting_an_insult_passes_and_the_insult_said_fails_in_each_language(
     every_one_passes_and_each_insult_fails_toxic(&reports, &insults);
 }
 
+/// A bf16 copy hashes otherwise; the shipped heads take it once it embeds their probes as they
+/// recorded, and its verdicts are the original's (what a GPU machine is sent: half the bytes).
+#[test]
+fn a_bf16_copy_of_the_encoder_is_read_by_the_shipped_heads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("encoder-bf16");
+    let copy_arg = copy.to_str().expect("path");
+    let out = aegis(&["model", "encoder-bf16", copy_arg]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("transformer weights in bf16"),
+        "{}",
+        stdout(&out)
+    );
+    let again = aegis(&["model", "encoder-bf16", copy_arg]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already holds weights"),
+        "{}",
+        stderr(&again)
+    );
+    for (text, toxic) in [
+        ("you are a worthless idiot and everyone hates you", true),
+        ("makasih kak, pesanan saya sudah sampai", false),
+    ] {
+        let out = aegis(&["check", "--no-history", "--encoder", copy_arg, text]);
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+        let table = stdout(&out);
+        let row = table_row(&table, "toxic");
+        assert_eq!(row[2], "head", "{table}");
+        assert_eq!(row[5] == "FAILED", toxic, "{text}: {table}");
+    }
+}
+
 #[test]
 fn a_head_for_another_model_is_refused_with_a_warning() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -26,6 +26,7 @@ pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use chat_format::{ChatFormat, Speaker};
 pub use config::Gemma3Config;
 pub use cost::ComputePlan;
+pub use encoder::write_bf16_copy;
 pub use encoder::{
     default_encoder_dir, encoder_tokens, resolve_encoder, EmbeddingGemma, EncoderAdapter,
     EncoderArithmetic, EncoderInfo, EncoderOutput, EncoderReading, EncoderSpec, LowRankUpdate,

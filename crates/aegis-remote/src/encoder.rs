@@ -114,7 +114,7 @@ impl RemoteEncoder {
     /// Records that this server was shown, by the heads' probe texts, to compute the encoder
     /// whose weights hash to `content_hash`: heads trained on those weights read it.
     pub fn accept_as(&mut self, content_hash: &str) {
-        self.info.matches_weights = Some(content_hash.to_string());
+        self.info.accept_as(content_hash);
     }
 
     fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {

@@ -207,17 +207,35 @@ impl GuardSetup {
         let started = Instant::now();
         let folder = resolve_encoder(spec, &hub).map_err(failed)?;
         let adapter = aegis_guard::encoder_adapter(&self.prompts);
-        let encoder = EmbeddingGemma::load_adapted(
+        let mut encoder = EmbeddingGemma::load_adapted(
             &folder,
             device,
             EncoderArithmetic::Fast,
             adapter.as_deref(),
         )
         .map_err(failed)?;
+        // A copy whose files hash otherwise (`aegis model encoder-bf16`) is checked the way a
+        // server is: by its embeddings of the heads' probes. Where that fails the heads are
+        // refused as for any other encoder, with the hash named.
+        let mut accepted_as = None;
+        if !heads_read_weights(&self.prompts, &encoder.info().content_hash) {
+            match aegis_guard::encoder_fingerprint(&encoder)
+                .map_err(|e| e.to_string())
+                .and_then(|served| fingerprinted_weights(&self.prompts, &served))
+            {
+                Ok(Some(content_hash)) => {
+                    encoder.accept_as(&content_hash);
+                    accepted_as = Some(content_hash);
+                }
+                Ok(None) => {}
+                Err(reason) => tracing::warn!(%reason, "encoder not accepted by fingerprint"),
+            }
+        }
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             folder = %folder.display(),
             adapter = ?adapter,
+            accepted_as = ?accepted_as,
             "encoder ready"
         );
         Ok(Some(Arc::new(encoder)))
@@ -277,22 +295,8 @@ fn fingerprinted_weights(
     prompts: &Path,
     served: &EncoderFingerprint,
 ) -> Result<Option<String>, String> {
-    let dir = aegis_guard::heads_dir(prompts, true);
     let mut reasons = Vec::new();
-    let entries = std::fs::read_dir(&dir).into_iter().flatten().flatten();
-    let mut paths: Vec<PathBuf> = entries
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    for path in paths {
-        let Ok(head) = Head::load(&path) else {
-            continue;
-        };
-        if head.features.encoder == Encoder::Decoder {
-            continue;
-        }
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
+    for (name, head) in encoder_heads(prompts) {
         match &head.model.fingerprint {
             None => reasons.push(format!(
                 "{name} records no encoder fingerprint to check a server against; retrain it with `aegis train --encoder embeddinggemma`"
@@ -309,6 +313,36 @@ fn fingerprinted_weights(
             "it does not compute the embedding the heads were trained on: {first}"
         )),
     }
+}
+
+/// Whether the heads in `prompts` that read an encoder were trained on the weights hashing to
+/// `content_hash` (or none reads an encoder): then no fingerprint needs checking.
+fn heads_read_weights(prompts: &Path, content_hash: &str) -> bool {
+    let heads = encoder_heads(prompts);
+    heads.is_empty()
+        || heads
+            .iter()
+            .any(|(_, head)| head.model.content_hash == content_hash)
+}
+
+/// The heads in `prompts` that read a sentence encoder, with their file names, in name order;
+/// unreadable files are left to the guard, which reports them.
+fn encoder_heads(prompts: &Path) -> Vec<(String, Head)> {
+    let dir = aegis_guard::heads_dir(prompts, true);
+    let entries = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+    let mut paths: Vec<PathBuf> = entries
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let head = Head::load(&path).ok()?;
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            (head.features.encoder != Encoder::Decoder).then_some((name, head))
+        })
+        .collect()
 }
 
 /// The hub options that download an encoder the way `request` downloads its model.

@@ -153,6 +153,8 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         let c = Timing::measure(runs, || guard.check(text).map(drop).map_err(Into::into))?;
         rows.push(json!({
             "length": name,
+            // For a peer measured on the same texts (scripts/bench_encoder_st.py).
+            "text": text,
             "message_tokens": message_tokens,
             "prompt_tokens": plan.prompt_tokens,
             "computed_tokens": fast.computed_tokens,
@@ -359,7 +361,9 @@ fn message_of(model: &dyn LanguageModel, tokens: usize) -> Result<String> {
 /// Verdicts per second through the real worker (dynamic batching) with `n` clients each sending
 /// short messages back to back.
 fn concurrency_levels(guard: Guard, seconds: f64) -> Result<Value> {
-    let worker = Worker::start(64, move || Ok(guard));
+    // Room for every client's request at the highest level: a full queue refuses, and a refusal
+    // is not a verdict.
+    let worker = Worker::start(256, move || Ok(guard));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -371,7 +375,7 @@ fn concurrency_levels(guard: Guard, seconds: f64) -> Result<Value> {
         .map(String::from)
         .collect();
     let mut levels = Vec::new();
-    for clients in [1usize, 8, 32] {
+    for clients in [1usize, 8, 32, 128] {
         let (verdicts, elapsed) = runtime.block_on(async {
             worker.settled().await;
             let deadline = Instant::now() + Duration::from_secs_f64(seconds);

@@ -21,9 +21,13 @@ use crate::tokenizer::GemmaTokenizer;
 /// The prompt `config_sentence_transformers.json` names for classification.
 const TASK: &str = "Classification";
 
-/// Rows run through the layers at once: keeps attention scratch bounded while the matrix
-/// products stay large enough to run near the machine's GEMM rate.
+/// Rows run through the layers at once on the CPU: keeps attention scratch bounded while the
+/// matrix products stay large enough to run near the machine's GEMM rate.
 const BATCH_TOKENS: usize = 512;
+
+/// On a GPU: a batch's cost there is its launches, nearly the same for 30 rows as for 8,000,
+/// so the worker's whole batch (up to 32 messages of 16 KiB together) goes through at once.
+const GPU_BATCH_TOKENS: usize = 8192;
 
 /// How the encoder's layers are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -321,6 +325,12 @@ impl EmbeddingGemma {
         })
     }
 
+    /// See [`EncoderInfo::accept_as`]: a copy whose files hash otherwise (bf16) but that embeds
+    /// the heads' probes as they recorded.
+    pub fn accept_as(&mut self, content_hash: &str) {
+        self.info.accept_as(content_hash);
+    }
+
     /// The tokens the encoder reads for `text`: `<bos>`, the task prompt, the text as user text
     /// (control-token spellings stay text), `<eos>`.
     pub fn tokens(&self, text: &str) -> Result<Vec<u32>> {
@@ -337,7 +347,7 @@ impl EmbeddingGemma {
         let inputs = texts.iter().map(|t| self.tokens(t)).collect();
         batch_or_one_by_one(inputs, "texts", |inputs| {
             let mut out = Vec::with_capacity(inputs.len());
-            for batch in token_batches(inputs) {
+            for batch in token_batches(inputs, self.batch_tokens()) {
                 let stream = self.model.forward_independent_taps(&batch, &[after])?;
                 let stream = stream[0].to_dtype(DType::F32)?;
                 let mut at = 0;
@@ -376,14 +386,28 @@ impl EmbeddingGemma {
         (&self.dense, self.normalize)
     }
 
-    /// Readings of already tokenised inputs, in batches of about [`BATCH_TOKENS`] rows.
+    /// Whether the layers run on a GPU, where a batch costs launches rather than arithmetic.
+    fn on_gpu(&self) -> bool {
+        matches!(&self.model, Backbone::Candle(model) if !model.device().is_cpu())
+    }
+
+    /// Rows read at once: [`BATCH_TOKENS`] on the CPU, [`GPU_BATCH_TOKENS`] on a GPU.
+    fn batch_tokens(&self) -> usize {
+        if self.on_gpu() {
+            GPU_BATCH_TOKENS
+        } else {
+            BATCH_TOKENS
+        }
+    }
+
+    /// Readings of already tokenised inputs, in batches of [`Self::batch_tokens`] rows.
     fn read_tokens(
         &self,
         inputs: &[Vec<u32>],
         reading: &EncoderReading,
     ) -> Result<Vec<EncoderOutput>> {
         let mut out = Vec::with_capacity(inputs.len());
-        for batch in token_batches(inputs) {
+        for batch in token_batches(inputs, self.batch_tokens()) {
             out.extend(self.read_together(&batch, reading)?);
         }
         Ok(out)
@@ -400,9 +424,28 @@ impl EmbeddingGemma {
             taps.push(last);
         }
         let streams = self.model.forward_independent_taps(batch, &taps)?;
+        // On a GPU, one product with an averaging matrix instead of a launch or two a text.
+        let on_gpu = self.on_gpu();
+        let averaging = if on_gpu {
+            let rows: usize = batch.iter().map(|s| s.len()).sum();
+            let mut weights = vec![0f32; batch.len() * rows];
+            let mut at = 0;
+            for (i, sequence) in batch.iter().enumerate() {
+                let share = 1.0 / sequence.len() as f32;
+                weights[i * rows + at..i * rows + at + sequence.len()].fill(share);
+                at += sequence.len();
+            }
+            let device = streams[0].device();
+            Some(Tensor::from_vec(weights, (batch.len(), rows), device)?)
+        } else {
+            None
+        };
         // Mean over each sequence's rows: `[n, hidden]` per tap.
         let pooled = |stream: &Tensor| -> Result<Tensor> {
             let stream = stream.to_dtype(DType::F32)?;
+            if let Some(averaging) = &averaging {
+                return Ok(averaging.matmul(&stream)?);
+            }
             let mut means = Vec::with_capacity(batch.len());
             let mut at = 0;
             for sequence in batch {
@@ -427,15 +470,25 @@ impl EmbeddingGemma {
             // and a text's embedding must not depend on the batch it was read in (cached
             // features, bit-for-bit retraining). Two vector-matrix products a text cost nothing
             // beside its layers.
-            let mut projected = Vec::with_capacity(batch.len());
-            for row in 0..batch.len() {
-                let mut x = pooled.narrow(0, row, 1)?;
+            // On a GPU results already vary with the batch in their last digits (cuBLAS picks its
+            // kernels by shape), and launches are the cost: one product for the batch.
+            let mut x = if on_gpu {
+                let mut x = pooled;
                 for weight in &self.dense {
                     x = x.matmul(&weight.t()?)?;
                 }
-                projected.push(x);
-            }
-            let mut x = Tensor::cat(&projected, 0)?;
+                x
+            } else {
+                let mut projected = Vec::with_capacity(batch.len());
+                for row in 0..batch.len() {
+                    let mut x = pooled.narrow(0, row, 1)?;
+                    for weight in &self.dense {
+                        x = x.matmul(&weight.t()?)?;
+                    }
+                    projected.push(x);
+                }
+                Tensor::cat(&projected, 0)?
+            };
             if self.normalize {
                 let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?;
                 x = x.broadcast_div(&norm.maximum(1e-12)?)?;
@@ -495,14 +548,14 @@ impl SentenceEncoder for EmbeddingGemma {
     }
 }
 
-/// Consecutive inputs in batches of about [`BATCH_TOKENS`] rows (a longer input alone).
-fn token_batches(inputs: &[Vec<u32>]) -> Vec<Vec<&[u32]>> {
+/// Consecutive inputs in batches of about `limit` rows (a longer input alone).
+fn token_batches(inputs: &[Vec<u32>], limit: usize) -> Vec<Vec<&[u32]>> {
     let mut batches = Vec::new();
     let mut start = 0;
     while start < inputs.len() {
         let mut end = start + 1;
         let mut rows = inputs[start].len();
-        while end < inputs.len() && rows + inputs[end].len() <= BATCH_TOKENS {
+        while end < inputs.len() && rows + inputs[end].len() <= limit {
             rows += inputs[end].len();
             end += 1;
         }

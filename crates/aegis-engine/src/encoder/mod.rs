@@ -3,10 +3,12 @@
 //! a multilingual Gemma 3 encoder, so a head trained on English abuse can recognise Indonesian.
 
 mod adapter;
+mod bf16_copy;
 mod embedding_gemma;
 mod source;
 
 pub use adapter::{EncoderAdapter, LowRankUpdate, Projection};
+pub use bf16_copy::write_bf16_copy;
 pub use embedding_gemma::{EmbeddingGemma, EncoderArithmetic};
 pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec};
 
@@ -66,6 +68,15 @@ pub struct EncoderInfo {
     /// For an encoder on a server, whose weights cannot be hashed here: the `content_hash` of the
     /// weights it was shown to compute, by embedding the heads' probe texts as they recorded.
     pub matches_weights: Option<String>,
+}
+
+impl EncoderInfo {
+    /// Records that this encoder was shown, by the heads' probe texts, to compute the encoder
+    /// whose weights hash to `content_hash` (a server, or a bf16 copy of those weights): heads
+    /// trained on those weights read it.
+    pub fn accept_as(&mut self, content_hash: &str) {
+        self.matches_weights = Some(content_hash.to_string());
+    }
 }
 
 /// What to read of a message. A head may read the sentence embedding (every layer, pooling,

@@ -323,6 +323,7 @@ impl Gemma3 {
             device: device.clone(),
             dtype,
             synthetic: false,
+            padded_attention: !device.is_cpu(),
         })
     }
 }

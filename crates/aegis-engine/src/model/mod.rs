@@ -2,6 +2,7 @@
 //! candle-transformers'): GELU-tanh GeGLU, QK-norm, sliding-window attention on local layers,
 //! per-layer-type RoPE, and a KV cache owned by the caller so prefixes can be snapshotted.
 
+mod attention;
 mod cpu_encoder;
 mod kv_cache;
 mod load;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
+use attention::{attend_groups, Attend, AttentionGroup, Heads, KeySelect, PaddedBatch};
 pub use cpu_encoder::CpuEncoder;
 pub use kv_cache::KvCache;
 pub use load::{EmbeddingStorage, WeightFormat};
@@ -73,28 +75,6 @@ struct Layer {
     sliding: bool,
 }
 
-/// Rows of one forward step that attend to the same keys: the cached contexts they continue
-/// and the pack rows on their chains. Attention runs per group, so prompts packed together
-/// never pay for each other's keys; the linear layers still run on the whole step.
-struct AttentionGroup {
-    /// Rows of the step.
-    rows: Range<usize>,
-    /// Per layer, the cached contexts' keys and values (prepended).
-    fixed: Vec<Option<(Tensor, Tensor)>>,
-    /// Which of the keys computed so far in this pass (earlier steps, then this one) it sees.
-    select: KeySelect,
-    /// Additive masks over its keys, for global and for sliding layers; `None` where every key
-    /// is visible (an encoder's text shorter than the window), which saves the addition.
-    masks: (Option<Tensor>, Option<Tensor>),
-}
-
-enum KeySelect {
-    All,
-    /// A contiguous stretch: a view, where a list of columns would copy the keys every layer.
-    Range(Range<usize>),
-    Columns(Tensor),
-}
-
 /// What a forward pass returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Output<'a> {
@@ -132,6 +112,9 @@ pub struct Gemma3 {
     dtype: DType,
     /// Random weights written by `synthetic` (for speed and device checks only).
     synthetic: bool,
+    /// Whether an encoder's batch attends in the padded layout (see `attention`): on a GPU,
+    /// where launches cost more than the padding's arithmetic.
+    padded_attention: bool,
 }
 
 impl Gemma3 {
@@ -184,7 +167,7 @@ impl Gemma3 {
             .run_layers(
                 tokens,
                 &positions,
-                &[everything],
+                &Attend::Groups(vec![everything]),
                 &mut cache.layers,
                 Output::Final,
             )?
@@ -215,7 +198,7 @@ impl Gemma3 {
         self.run_layers(
             tokens,
             &positions,
-            &[everything],
+            &Attend::Groups(vec![everything]),
             &mut slots,
             Output::Taps(taps),
         )
@@ -266,8 +249,20 @@ impl Gemma3 {
         if groups.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
+        // On a GPU a batch costs launches: the padded layout attends in one product a bucket.
+        let attend = if self.padded_attention && groups.len() > 1 {
+            let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
+            Attend::Padded(PaddedBatch::new(
+                &lengths,
+                cfg.sliding_window,
+                &self.device,
+                self.dtype,
+            )?)
+        } else {
+            Attend::Groups(groups)
+        };
         let mut slots = vec![None; self.layers.len()];
-        self.run_layers(&tokens, &positions, &groups, &mut slots, output)
+        self.run_layers(&tokens, &positions, &attend, &mut slots, output)
     }
 
     /// Runs a packed batch (see `packing`) after the cached `contexts` it refers to, `chunk` pack
@@ -304,7 +299,7 @@ impl Gemma3 {
             chunks.push(self.run_layers(
                 &batch.tokens[start..end],
                 &batch.positions[start..end],
-                &groups,
+                &Attend::Groups(groups),
                 &mut slots,
                 output,
             )?);
@@ -374,7 +369,7 @@ impl Gemma3 {
         &self,
         tokens: &[u32],
         positions: &[usize],
-        groups: &[AttentionGroup],
+        attend: &Attend,
         slots: &mut [Option<(Tensor, Tensor)>],
         output: Output<'_>,
     ) -> Result<Vec<Tensor>> {
@@ -403,7 +398,7 @@ impl Gemma3 {
             };
             let residual = xs.clone();
             let h = layer.attn_norm.forward(&xs)?;
-            let h = self.attention(layer, index, &h, rope, groups, slot)?;
+            let h = self.attention(layer, index, &h, rope, attend, slot)?;
             xs = (residual + layer.post_attn_norm.forward(&h)?)?;
             let residual = xs.clone();
             let h = layer.ffn_norm.forward(&xs)?;
@@ -430,7 +425,7 @@ impl Gemma3 {
         layer_index: usize,
         xs: &Tensor,
         (cos, sin): &(Tensor, Tensor),
-        groups: &[AttentionGroup],
+        attend: &Attend,
         slot: &mut Option<(Tensor, Tensor)>,
     ) -> Result<Tensor> {
         let cfg = &self.config;
@@ -454,55 +449,17 @@ impl Gemma3 {
         };
         *slot = Some((k.clone(), v.clone()));
 
-        let mut outputs = Vec::with_capacity(groups.len());
-        for group in groups {
-            let rows = group.rows.len();
-            let q = q.narrow(2, group.rows.start, rows)?.contiguous()?;
-            let (k, v) = match &group.select {
-                KeySelect::Columns(columns) => {
-                    (k.index_select(columns, 2)?, v.index_select(columns, 2)?)
-                }
-                KeySelect::Range(keys) => (
-                    k.narrow(2, keys.start, keys.len())?.contiguous()?,
-                    v.narrow(2, keys.start, keys.len())?.contiguous()?,
-                ),
-                KeySelect::All => (k.clone(), v.clone()),
-            };
-            let (k, v) = match &group.fixed[layer_index] {
-                Some((fk, fv)) => (Tensor::cat(&[fk, &k], 2)?, Tensor::cat(&[fv, &v], 2)?),
-                None => (k, v),
-            };
-            let mask = if layer.sliding {
-                &group.masks.1
-            } else {
-                &group.masks.0
-            };
-            let seen = k.dim(2)?;
-            // Grouped-query attention without copying K/V: fold each KV head's queries into rows.
-            let per_kv = hq / hkv;
-            let q = q.reshape((hkv, per_kv * rows, hd))?;
-            let k = k.reshape((hkv, seen, hd))?;
-            let v = v.reshape((hkv, seen, hd))?;
-            let scale = cfg.query_pre_attn_scalar.powf(-0.5);
-            let scores = (q.matmul(&k.t()?)? * scale)?.reshape((hkv, per_kv, rows, seen))?;
-            let scores = match mask {
-                Some(mask) => scores.broadcast_add(mask)?,
-                None => scores,
-            };
-            let probs =
-                candle_nn::ops::softmax_last_dim(&scores)?.reshape((hkv, per_kv * rows, seen))?;
-            let out = probs.matmul(&v)?; // [hkv, per_kv*rows, hd]
-            outputs.push(
-                out.reshape((hq, rows, hd))?
-                    .transpose(0, 1)?
-                    .contiguous()?
-                    .reshape((rows, hq * hd))?,
-            );
-        }
-        let out = if outputs.len() == 1 {
-            outputs.remove(0)
-        } else {
-            Tensor::cat(&outputs, 0)?
+        let heads = Heads {
+            query: hq,
+            kv: hkv,
+            dim: hd,
+            scale: cfg.query_pre_attn_scalar.powf(-0.5),
+        };
+        let out = match attend {
+            Attend::Groups(groups) => {
+                attend_groups(&heads, layer_index, layer.sliding, (&q, &k, &v), groups)?
+            }
+            Attend::Padded(batch) => batch.attend(&heads, layer.sliding, (&q, &k, &v))?,
         };
         Ok(layer.o_proj.forward(&out)?)
     }
