@@ -6,12 +6,14 @@
 //!
 //! Dynamic batching: whatever is already queued when the worker turns to it (HTTP requests, an
 //! import, the window) is scored in one batch, up to a bound on batch text. A lone request never
-//! waits for company: the worker only takes what has already arrived.
+//! waits for company. Under load it may wait a little (see [`GATHER_WAIT`]): clients answered
+//! together come back together, a few microseconds apart.
 
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use aegis_engine::ModelInfo;
 use aegis_guard::{fitting_answer_prompt, Guard, GuardError, GuardInput, Turn, Verdict};
@@ -140,6 +142,14 @@ const MAX_BATCH_MESSAGES: usize = 32;
 /// At most this much message text (about 4,000 tokens) shares one batch, so a batch's latency
 /// stays near that of its longest member.
 const MAX_BATCH_TEXT_BYTES: usize = 16 * 1024;
+/// When the last batch held several messages, the worker waits up to this long for as many again
+/// before it starts. The clients a batch answered send their next requests microseconds apart; a
+/// batch started on the first of them leaves the rest to a second, half-empty one (on an H100, 32
+/// clients got 1,061 verdicts a second where full batches of 32 gave 1,712). A lone client (last
+/// batch of one) never waits; the wait is small beside any verdict (7 ms on that GPU).
+const GATHER_WAIT: Duration = Duration::from_micros(1500);
+/// How often the gathering worker looks at the queue again.
+const GATHER_POLL: Duration = Duration::from_micros(50);
 
 #[derive(Clone)]
 pub struct Worker {
@@ -201,6 +211,7 @@ impl Worker {
                 this.replace_guard(guard);
                 this.set_status(ModelStatus::Ready(info));
                 let mut held_over = None;
+                let mut last_batch = 1;
                 while let Some(first) = held_over.take().or_else(|| receiver.blocking_recv()) {
                     let first = match first {
                         Work::Check(job) => job,
@@ -211,6 +222,7 @@ impl Worker {
                     };
                     let mut batch = vec![first];
                     let mut text_bytes = batch[0].text_bytes();
+                    let gather_until = Instant::now() + GATHER_WAIT;
                     while batch.len() < MAX_BATCH_MESSAGES {
                         match receiver.try_recv() {
                             Ok(Work::Check(next))
@@ -224,9 +236,15 @@ impl Worker {
                                 held_over = Some(other);
                                 break;
                             }
+                            Err(mpsc::error::TryRecvError::Empty)
+                                if batch.len() < last_batch && Instant::now() < gather_until =>
+                            {
+                                std::thread::sleep(GATHER_POLL);
+                            }
                             Err(_) => break,
                         }
                     }
+                    last_batch = batch.len();
                     this.run_batch(batch);
                 }
             });

@@ -421,6 +421,8 @@ fn validator_scaling(
     text: &str,
     runs: usize,
 ) -> Result<Value> {
+    // The variants read what the shipped guard reads: its encoder, when its heads are on one.
+    let encoder = shipped.encoder().cloned();
     let (shipped, heads) = (shipped.validators(), shipped.heads());
     let mut out = Vec::new();
     for count in [4usize, 8, 16] {
@@ -448,7 +450,7 @@ fn validator_scaling(
             }
             validators.push(parsed);
         }
-        let mut guard = Guard::new(model.clone(), validators);
+        let mut guard = Guard::new(model.clone(), validators).with_encoder(encoder.clone());
         for head in heads.iter().flatten().cloned().chain(variant_heads) {
             guard = guard.with_head(head)?;
         }
