@@ -71,6 +71,13 @@ impl GemmaEngine {
                 })
         };
         let (yes_id, no_id) = (answer_id("Yes")?, answer_id("No")?);
+        let cache_bytes = options.prefix_cache_bytes.unwrap_or_else(|| {
+            crate::prefix_cache::default_capacity_bytes(
+                model.config(),
+                weight_format.activation_dtype().size_in_bytes(),
+                !device.is_cpu(),
+            )
+        });
         let info = ModelInfo {
             id: resolved.id.clone(),
             content_hash,
@@ -92,7 +99,7 @@ impl GemmaEngine {
             info,
             yes_id,
             no_id,
-            prefix_cache: Mutex::new(PrefixCache::new(options.prefix_cache_bytes)),
+            prefix_cache: Mutex::new(PrefixCache::new(cache_bytes)),
         })
     }
 

@@ -68,8 +68,9 @@ pub struct LoadOptions {
     pub weight_format: Option<WeightFormat>,
     /// Cap on prompt length in tokens; the model's own context when larger is never exceeded.
     pub max_context: usize,
-    /// Memory for cached template openings, kept across requests (0 turns the cache off).
-    pub prefix_cache_bytes: usize,
+    /// Memory for cached template openings, kept across requests (0 turns the cache off);
+    /// `None` sizes it by the model and device (see `prefix_cache::default_capacity_bytes`).
+    pub prefix_cache_bytes: Option<usize>,
     /// A sentence encoder shares the host's memory and decides the hot path: with no format
     /// asked for, keep the file's quantized blocks on CPU instead of dequantizing to f32.
     pub beside_encoder: bool,
@@ -83,8 +84,7 @@ impl Default for LoadOptions {
             // Attention here is computed densely; 4,096 tokens keeps one request's scratch memory
             // in the low hundreds of MiB on CPU while covering any chat message.
             max_context: 4096,
-            // 36 KiB per token for the 270M model, 136 KiB for 4B: room for many templates.
-            prefix_cache_bytes: 256 << 20,
+            prefix_cache_bytes: None,
             beside_encoder: false,
         }
     }

@@ -5,7 +5,32 @@
 
 use std::collections::HashMap;
 
+use crate::config::Gemma3Config;
 use crate::model::KvCache;
+
+/// Tokens of template openings the cache holds by default on a GPU: 64 openings of 512 tokens, a
+/// team's validators with their variants and rejection prompts. The H100 run of 2026-11-24 had a
+/// fixed 256 MiB evict the 4B's 26 MB openings 327 times in one bench.
+const GPU_OPENING_TOKENS: usize = 32_768;
+/// On the CPU a quarter of that: the 270M's f32 keys and values (36 KiB a token) then take
+/// about what the fixed 256 MiB gave, and a 4B in host memory stays within a few GiB.
+const CPU_OPENING_TOKENS: usize = 8_192;
+
+/// The cache's default size for `config` with keys and values of `dtype_bytes` each: room for a
+/// number of opening tokens that depends on the device, whatever the model's size.
+pub(crate) fn default_capacity_bytes(
+    config: &Gemma3Config,
+    dtype_bytes: usize,
+    on_gpu: bool,
+) -> usize {
+    let per_token = 2 * config.num_layers * config.num_kv_heads * config.head_dim * dtype_bytes;
+    let tokens = if on_gpu {
+        GPU_OPENING_TOKENS
+    } else {
+        CPU_OPENING_TOKENS
+    };
+    per_token * tokens
+}
 
 /// What the cache holds and how it has served, for reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -128,6 +153,34 @@ mod tests {
     fn kv(len: usize) -> KvCache {
         let t = Tensor::zeros((1, 1, len, 4), candle_core::DType::F32, &Device::Cpu).unwrap();
         KvCache::from_parts(vec![Some((t.clone(), t))], len)
+    }
+
+    #[test]
+    fn the_default_size_follows_the_model_and_the_device() {
+        let shape = |layers, kv_heads| Gemma3Config {
+            vocab_size: 262_144,
+            hidden_size: 640,
+            intermediate_size: 2048,
+            num_layers: layers,
+            num_heads: 4,
+            num_kv_heads: kv_heads,
+            head_dim: 256,
+            rms_norm_eps: 1e-6,
+            rope_global_base: 1e6,
+            rope_local_base: 1e4,
+            rope_global_scale: 1.0,
+            sliding_window: 512,
+            sliding_window_pattern: 6,
+            context_length: 32_768,
+            query_pre_attn_scalar: 256.0,
+            bidirectional: false,
+        };
+        // The 270M in f32 on the CPU: 36 KiB a token, 288 MiB.
+        assert_eq!(default_capacity_bytes(&shape(18, 1), 4, false), 288 << 20);
+        // The 4B in bf16 on a GPU: 136 KiB a token, room for 64 of its 26 MB openings.
+        let four_b = default_capacity_bytes(&shape(34, 4), 2, true);
+        assert_eq!(four_b, 4352 << 20);
+        assert!(four_b / (190 * 136 << 10) >= 64);
     }
 
     #[test]
