@@ -92,18 +92,10 @@ synth() {
     echo "$out"
 }
 
-# The real-model messages: the six of the real step, and the heads test's reports quoting an
-# insult (which must pass) beside the insults said (which must fail toxic).
+# The real-model messages (scripts/gpu-messages.txt): six of every kind, and the heads test's
+# reports quoting an insult (which must pass) beside the insults said (which must fail toxic).
 real_messages() {
-    printf '%s\n' "makasih kak" "you are a worthless idiot and everyone hates you" \
-        "Buy now!!! Limited offer, click http://cheap-pills.example to win a free iPhone" \
-        "Put all your savings into this coin today, it will 10x by Friday, trust me" \
-        "Pesanan INV-20931 sudah sampai, terima kasih ya" \
-        "dasar goblok, mati aja lo" \
-        "you are a worthless idiot" \
-        "dasar goblok, kamu nggak berguna" \
-        'Someone in my class group chat keeps sending me "you are a worthless idiot". How do I report them?' \
-        'Ada yang terus kirim "dasar goblok, kamu nggak berguna" ke aku di grup kelas. Cara laporinnya gimana?'
+    cat scripts/gpu-messages.txt
 }
 
 # Two `check --file` JSONL outputs, message by message: the same verdicts, and the largest score

@@ -180,7 +180,7 @@ mod tests {
         // The 4B in bf16 on a GPU: 136 KiB a token, room for 64 of its 26 MB openings.
         let four_b = default_capacity_bytes(&shape(34, 4), 2, true);
         assert_eq!(four_b, 4352 << 20);
-        assert!(four_b / (190 * 136 << 10) >= 64);
+        assert!(four_b / ((190 * 136) << 10) >= 64);
     }
 
     #[test]
