@@ -216,9 +216,10 @@ impl GuardSetup {
         .map_err(failed)?;
         // A copy whose files hash otherwise (`aegis model encoder-bf16`) is checked the way a
         // server is: by its embeddings of the heads' probes. Where that fails the heads are
-        // refused as for any other encoder, with the hash named.
+        // refused as for any other encoder, with the hash named. An adapted encoder is other
+        // weights by intent, however close its probes: heads of the plain one stay refused.
         let mut accepted_as = None;
-        if !heads_read_weights(&self.prompts, &encoder.info().content_hash) {
+        if adapter.is_none() && !heads_read_weights(&self.prompts, &encoder.info().content_hash) {
             match aegis_guard::encoder_fingerprint(&encoder)
                 .map_err(|e| e.to_string())
                 .and_then(|served| fingerprinted_weights(&self.prompts, &served))
