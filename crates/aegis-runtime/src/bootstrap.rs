@@ -218,16 +218,12 @@ impl GuardSetup {
         // server is: by its embeddings of the heads' probes. Where that fails the heads are
         // refused as for any other encoder, with the hash named. An adapted encoder is other
         // weights by intent, however close its probes: heads of the plain one stay refused.
-        let mut accepted_as = None;
         if adapter.is_none() && !heads_read_weights(&self.prompts, &encoder.info().content_hash) {
             match aegis_guard::encoder_fingerprint(&encoder)
                 .map_err(|e| e.to_string())
                 .and_then(|served| fingerprinted_weights(&self.prompts, &served))
             {
-                Ok(Some(content_hash)) => {
-                    encoder.accept_as(&content_hash);
-                    accepted_as = Some(content_hash);
-                }
+                Ok(Some(content_hash)) => encoder.accept_as(&content_hash),
                 Ok(None) => {}
                 Err(reason) => tracing::warn!(%reason, "encoder not accepted by fingerprint"),
             }
@@ -236,7 +232,7 @@ impl GuardSetup {
             elapsed_ms = started.elapsed().as_millis() as u64,
             folder = %folder.display(),
             adapter = ?adapter,
-            accepted_as = ?accepted_as,
+            accepted_as = ?encoder.info().matches_weights,
             "encoder ready"
         );
         Ok(Some(Arc::new(encoder)))

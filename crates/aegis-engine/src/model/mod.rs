@@ -216,20 +216,44 @@ impl Gemma3 {
         let output = Output::Taps(taps);
         output.check(self.layers.len())?;
         let cfg = &self.config;
+        if sequences.is_empty() {
+            return Err(EngineError::EmptyPrompt);
+        }
         let mut tokens = Vec::new();
         let mut positions = Vec::new();
-        let mut groups = Vec::with_capacity(sequences.len());
         for sequence in sequences {
-            let (start, len) = (tokens.len(), sequence.len());
-            check_sequence(len, cfg.context_length)?;
+            check_sequence(sequence.len(), cfg.context_length)?;
             tokens.extend_from_slice(sequence);
-            positions.extend(0..len);
-            // Bidirectional attention within one sequence hides nothing but what lies beyond the
-            // window; a sequence no longer than the window needs no mask at all.
-            let unmasked =
-                |window: Option<usize>| cfg.bidirectional && window.is_none_or(|w| len <= w);
+            positions.extend(0..sequence.len());
+        }
+        let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
+        // On a GPU a batch costs launches: the padded layout attends in one product a bucket
+        // (and the per-sequence masks below, each a copy to the device, are never made).
+        let attend = if self.padded_attention && sequences.len() > 1 {
+            Attend::Padded(PaddedBatch::new(
+                &lengths,
+                cfg.sliding_window,
+                &self.device,
+                self.dtype,
+            )?)
+        } else {
+            Attend::Groups(self.independent_groups(&lengths)?)
+        };
+        let mut slots = vec![None; self.layers.len()];
+        self.run_layers(&tokens, &positions, &attend, &mut slots, output)
+    }
+
+    /// One attention group a sequence of `lengths` (rows one after another), each seeing only
+    /// itself: bidirectional attention within a sequence hides nothing but what lies beyond the
+    /// window, so a sequence no longer than the window needs no mask at all.
+    fn independent_groups(&self, lengths: &[usize]) -> Result<Vec<AttentionGroup>> {
+        let cfg = &self.config;
+        let mut groups = Vec::with_capacity(lengths.len());
+        let mut start = 0;
+        for &len in lengths {
             let mask = |window: Option<usize>| -> Result<Option<Tensor>> {
-                Ok(if unmasked(window) {
+                let unmasked = cfg.bidirectional && window.is_none_or(|w| len <= w);
+                Ok(if unmasked {
                     None
                 } else {
                     Some(self.mask(0, len, window)?)
@@ -238,31 +262,16 @@ impl Gemma3 {
             groups.push(AttentionGroup {
                 rows: start..start + len,
                 fixed: vec![None; self.layers.len()],
-                select: if sequences.len() == 1 {
+                select: if lengths.len() == 1 {
                     KeySelect::All
                 } else {
                     KeySelect::Range(start..start + len)
                 },
                 masks: (mask(None)?, mask(Some(cfg.sliding_window))?),
             });
+            start += len;
         }
-        if groups.is_empty() {
-            return Err(EngineError::EmptyPrompt);
-        }
-        // On a GPU a batch costs launches: the padded layout attends in one product a bucket.
-        let attend = if self.padded_attention && groups.len() > 1 {
-            let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
-            Attend::Padded(PaddedBatch::new(
-                &lengths,
-                cfg.sliding_window,
-                &self.device,
-                self.dtype,
-            )?)
-        } else {
-            Attend::Groups(groups)
-        };
-        let mut slots = vec![None; self.layers.len()];
-        self.run_layers(&tokens, &positions, &attend, &mut slots, output)
+        Ok(groups)
     }
 
     /// Runs a packed batch (see `packing`) after the cached `contexts` it refers to, `chunk` pack
