@@ -10,7 +10,7 @@ use aegis_engine::{
     rope_table, EmbeddingGemma, EncoderAdapter, Gemma3Config, LayerWeights, LowRankUpdate,
     Projection, SplitMix64,
 };
-use aegis_kernels::{Bf16Matrix, KernelKind};
+use aegis_kernels::{KernelKind, Matrix};
 use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Shape, Tensor, Var, D};
 
 use crate::error::Result;
@@ -20,8 +20,9 @@ use crate::error::Result;
 pub enum Products {
     /// candle's f32 GEMM: the encoder's reference arithmetic, for checking.
     Exact,
-    /// The packed bfloat16 kernels the encoder runs on at inference (where the CPU has AVX-512
-    /// BF16; candle's f32 elsewhere), forward and backward: three to five times the f32 rate.
+    /// The packed kernels the encoder runs on at inference (bf16 where the CPU has AVX-512 BF16,
+    /// three to five times the f32 rate; f32 on AVX2; candle's f32 elsewhere), forward and
+    /// backward.
     Fast,
 }
 
@@ -32,7 +33,7 @@ struct FrozenLinear {
     /// `[in, out]`, contiguous, for the forward product.
     transposed: Tensor,
     /// `W` packed for `x · Wᵀ` and for the gradient `g · W`, when the kernels run the products.
-    packed: Option<(KernelKind, Arc<Bf16Matrix>, Arc<Bf16Matrix>)>,
+    packed: Option<(Arc<Matrix>, Arc<Matrix>)>,
 }
 
 impl FrozenLinear {
@@ -42,9 +43,8 @@ impl FrozenLinear {
             let (out, inp) = weight.dims2()?;
             let values: Vec<f32> = weight.flatten_all()?.to_vec1()?;
             Some((
-                kind,
-                Arc::new(Bf16Matrix::from_rows(&values, out, inp)),
-                Arc::new(Bf16Matrix::from_columns(&values, out, inp)),
+                Arc::new(Matrix::from_rows(kind, &values, out, inp)),
+                Arc::new(Matrix::from_columns(kind, &values, out, inp)),
             ))
         } else {
             None
@@ -58,11 +58,10 @@ impl FrozenLinear {
 }
 
 /// `rows` rows of `input` times a packed matrix.
-fn packed_product(kind: KernelKind, input: &[f32], matrix: &Bf16Matrix) -> Vec<f32> {
+fn packed_product(input: &[f32], matrix: &Matrix) -> Vec<f32> {
     let rows = input.len() / matrix.inputs();
     let mut output = vec![0f32; rows * matrix.outputs()];
     aegis_kernels::matmul(
-        kind,
         input,
         rows,
         matrix.inputs(),
@@ -101,8 +100,8 @@ impl CustomOp1 for FrozenLinear {
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let input = contiguous_f32(storage, layout)?;
-        if let Some((kind, forward, _)) = &self.packed {
-            let output = packed_product(*kind, input, forward);
+        if let Some((forward, _)) = &self.packed {
+            let output = packed_product(input, forward);
             return Ok((
                 CpuStorage::F32(output),
                 with_last(layout.shape(), forward.outputs()),
@@ -121,10 +120,10 @@ impl CustomOp1 for FrozenLinear {
         grad: &Tensor,
     ) -> candle_core::Result<Option<Tensor>> {
         match &self.packed {
-            Some((kind, _, backward)) => {
+            Some((_, backward)) => {
                 let grad = grad.contiguous()?;
                 let values: Vec<f32> = grad.flatten_all()?.to_vec1()?;
-                let output = packed_product(*kind, &values, backward);
+                let output = packed_product(&values, backward);
                 let shape = with_last(grad.shape(), backward.outputs());
                 Ok(Some(Tensor::from_vec(output, shape, &Device::Cpu)?))
             }

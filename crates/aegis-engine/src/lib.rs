@@ -22,6 +22,8 @@ mod synthetic;
 pub mod testing;
 mod tokenizer;
 
+/// The CPU kernels the encoder may run on, for naming them (`aegis bench`).
+pub use aegis_kernels::KernelKind;
 pub use agreement::{check_devices, AgreementReport, LogitAgreement, Side};
 pub use chat_format::{ChatFormat, Speaker};
 pub use config::Gemma3Config;

@@ -216,7 +216,7 @@ fn control_token_spellings_stay_text_and_oversized_input_is_refused() {
 /// (where sliding layers mask): measured 0.99998 or closer on every text here, bounded at 0.9999.
 /// A real fault (a wrong window, RoPE table or norm) lands far below.
 #[test]
-fn the_bf16_kernels_agree_with_the_f32_path() {
+fn the_packed_kernels_agree_with_the_f32_path() {
     let fixture = fixture();
     let long =
         "Halo kak, pesanan saya belum sampai. I would like to know where my parcel is. ".repeat(40);
@@ -250,10 +250,14 @@ fn the_bf16_kernels_agree_with_the_f32_path() {
             "{label:?}: layers {layers:?}"
         );
     }
-    assert!(kernel_encoder()
-        .info()
-        .weight_format
-        .starts_with("bf16 layers"));
+    // The weights' format and the kernel that runs them are named, so cached features are keyed
+    // by them.
+    let kernel = aegis_kernels::KernelKind::detect();
+    assert!(kernel_encoder().info().weight_format.starts_with(&format!(
+        "{} layers ({} kernels)",
+        kernel.weights(),
+        kernel.name()
+    )));
     assert!(exact_encoder()
         .info()
         .weight_format

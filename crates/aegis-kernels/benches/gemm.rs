@@ -1,10 +1,10 @@
-//! `cargo bench -p aegis-kernels`: the packed bf16 product on the encoder's shapes, each kernel
+//! `cargo bench -p aegis-kernels`: the packed product on the encoder's shapes, each kernel
 //! kind this CPU runs side by side, in GFLOP/s (best of several runs). Compare kinds, or a change
 //! against its parent on the same machine; never read one figure alone.
 
 use std::time::Instant;
 
-use aegis_kernels::{matmul, Bf16Matrix, KernelKind};
+use aegis_kernels::{matmul, KernelKind, Matrix};
 
 fn main() {
     let kinds = KernelKind::supported();
@@ -36,17 +36,17 @@ fn main() {
         let w: Vec<f32> = (0..outputs * inputs)
             .map(|i| ((i * 104_729) % 997) as f32 / 997.0 - 0.5)
             .collect();
-        let matrix = Bf16Matrix::from_rows(&w, outputs, inputs);
         let mut c = vec![0f32; rows * outputs];
         let flops = 2.0 * (rows * outputs * inputs) as f64;
         let mut line = format!("{rows:>6} {outputs:>6} {inputs:>6}  ");
         for &kind in &kinds {
+            let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
             let reps = ((2e9 / flops) as usize).clamp(3, 2000);
             let mut best = f64::MAX;
             for _ in 0..5 {
                 let start = Instant::now();
                 for _ in 0..reps {
-                    matmul(kind, &a, rows, inputs, &matrix, &mut c, outputs, true);
+                    matmul(&a, rows, inputs, &matrix, &mut c, outputs, true);
                 }
                 best = best.min(start.elapsed().as_secs_f64() / reps as f64);
             }

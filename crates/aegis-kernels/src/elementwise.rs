@@ -1,12 +1,13 @@
 //! The steps between the matrix products, written so the compiler vectorises them: sums run in
 //! 16 fixed lanes (the same order on every CPU, so every build gives the same bits), and `exp` is
-//! a branch-free polynomial instead of libm's call. Each public function picks an AVX-512 build of
-//! the same code when the CPU has it.
+//! a branch-free polynomial instead of libm's call. Each public function picks an AVX-512 or AVX2
+//! build of the same code when the CPU has it (FMA left out: a fused multiply-add would change the
+//! bits, and the compiler never fuses on its own).
 
 const LANES: usize = 16;
 
-/// Runs `$body` (an `#[inline(always)]` function) compiled for AVX-512 when the CPU has it,
-/// otherwise for the baseline target. Both compile the same operations in the same order.
+/// Runs `$body` (an `#[inline(always)]` function) compiled for AVX-512 or else AVX2 when the CPU
+/// has it, otherwise for the baseline target. All compile the same operations in the same order.
 macro_rules! dispatch {
     ($avx512:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {{
         #[cfg(target_arch = "x86_64")]
@@ -21,6 +22,18 @@ macro_rules! dispatch {
                 #[allow(unsafe_code)]
                 unsafe {
                     return $avx512($($arg),*);
+                }
+            }
+            #[target_feature(enable = "avx2")]
+            fn avx2($($arg: $ty),*) {
+                $body($($arg),*)
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has just reported AVX2, the only feature the function is
+                // compiled for.
+                #[allow(unsafe_code)]
+                unsafe {
+                    return avx2($($arg),*);
                 }
             }
         }

@@ -1,59 +1,155 @@
-//! `c = a · Wᵀ` with `W` packed once in bfloat16 and `a` rounded to bfloat16 per call; products
-//! summed in f32. Columns are split between threads, so each thread streams its own share of the
-//! weights once and writes disjoint columns of `c`.
+//! `c = a · Wᵀ` with `W` packed once for the kernel that runs it: in bfloat16 pairs, `a` rounded
+//! to bfloat16 per call and products summed in f32 (AVX-512 BF16, or the same arithmetic in
+//! portable code), or in f32 throughout where the CPU has no bf16 dot product (AVX2 with FMA).
+//! Columns are split between threads, so each thread streams its own share of the weights once
+//! and writes disjoint columns of `c`.
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod f32_panels;
 mod portable;
 mod tile;
 
 use crate::bf16::bf16_bits;
+use f32_panels::F32Matrix;
 use tile::{pack_rows, Output, PANEL};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
 
-/// A weight matrix in the kernel's layout: panels of [`PANEL`] outputs; within a panel, for each
-/// pair of inputs `(2k, 2k + 1)`, the panel's outputs' two weights as one u32 (bf16 low, bf16
-/// high), the layout AVX-512 BF16's `vdpbf16ps` reads. Padding (outputs past the last, an odd
-/// last input) is zero.
-#[derive(Clone)]
-pub struct Bf16Matrix {
-    outputs: usize,
-    inputs: usize,
-    data: Vec<u32>,
+/// Which code runs the product: chosen once per process from what the CPU reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
+    /// `vdpbf16ps` on 512-bit vectors, over bf16 weights and inputs.
+    Avx512Bf16,
+    /// f32 weights and inputs, fused multiply-adds on 256-bit vectors: for the CPUs most people
+    /// have (AVX2 since 2013, no bf16 dot product), where widening bf16 costs more than it saves.
+    Avx2Fma,
+    /// Plain Rust over the bf16 layout, rounding as AVX-512 BF16 does: far slower (a fourteenth
+    /// of AVX-512 BF16 on the dev machine), so the encoder only runs on it when asked
+    /// (`EncoderArithmetic::Kernels` on a CPU with neither); it is the reference the bf16 kind
+    /// is tested against.
+    Portable,
 }
 
-impl std::fmt::Debug for Bf16Matrix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Bf16Matrix({} x {})", self.outputs, self.inputs)
+impl KernelKind {
+    /// Every kind, fastest first: the dispatch order.
+    pub const ALL: [Self; 3] = [Self::Avx512Bf16, Self::Avx2Fma, Self::Portable];
+
+    /// Every kind this CPU runs, fastest first (`Portable` always last).
+    pub fn supported() -> Vec<Self> {
+        Self::ALL.into_iter().filter(|k| k.available()).collect()
+    }
+
+    /// Whether this CPU has what the kind needs (checked once, then cached by std).
+    pub fn available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512Bf16 => avx512::available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Self::Avx512Bf16 => false,
+            Self::Avx2Fma => f32_panels::avx2_available(),
+            Self::Portable => true,
+        }
+    }
+
+    /// What the kind needs of the CPU.
+    pub fn needs(self) -> &'static str {
+        match self {
+            Self::Avx512Bf16 => "AVX-512F and AVX-512 BF16",
+            Self::Avx2Fma => "AVX2 and FMA",
+            Self::Portable => "nothing",
+        }
+    }
+
+    /// Why it is chosen where it is (the dispatch table `aegis bench` prints).
+    pub fn why(self) -> &'static str {
+        match self {
+            Self::Avx512Bf16 => "32 bf16 multiply-adds an instruction, weights and inputs in bf16",
+            Self::Avx2Fma => {
+                "no bf16 dot product: f32 weights and FMA, since widening bf16 to f32 cost more \
+                 than the halved weights saved"
+            }
+            Self::Portable => {
+                "the bf16 kinds' reference in tests; slower than candle's f32 GEMM, so a CPU with \
+                 neither runs the encoder on candle"
+            }
+        }
+    }
+
+    /// The fastest kind this CPU runs.
+    pub fn detect() -> Self {
+        Self::supported()[0]
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Avx512Bf16 => "avx512-bf16",
+            Self::Avx2Fma => "avx2-fma",
+            Self::Portable => "portable",
+        }
+    }
+
+    /// The number format the weights are packed in for this kind.
+    pub fn weights(self) -> &'static str {
+        match self {
+            Self::Avx2Fma => "f32",
+            Self::Avx512Bf16 | Self::Portable => "bf16",
+        }
     }
 }
 
-impl Bf16Matrix {
+/// A weight matrix packed for one [`KernelKind`], which [`matmul`] then runs.
+#[derive(Clone)]
+pub struct Matrix {
+    kind: KernelKind,
+    outputs: usize,
+    inputs: usize,
+    layout: Layout,
+}
+
+#[derive(Clone)]
+enum Layout {
+    Bf16(Bf16Matrix),
+    F32(F32Matrix),
+}
+
+impl std::fmt::Debug for Matrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Matrix({} x {}, {})",
+            self.outputs,
+            self.inputs,
+            self.kind.name()
+        )
+    }
+}
+
+impl Matrix {
     /// From a linear layer's weight, `[outputs, inputs]` row-major (`y = x · Wᵀ`).
-    pub fn from_rows(weight: &[f32], outputs: usize, inputs: usize) -> Self {
+    pub fn from_rows(kind: KernelKind, weight: &[f32], outputs: usize, inputs: usize) -> Self {
         assert_eq!(
             weight.len(),
             outputs * inputs,
             "weight is not {outputs} x {inputs}"
         );
-        Self::pack(outputs, inputs, |o, i| weight[o * inputs + i])
+        Self::pack(kind, outputs, inputs, |o, i| weight[o * inputs + i])
     }
 
     /// From `m`, `[inputs, outputs]` row-major (`y = x · m`): attention's values.
-    pub fn from_columns(m: &[f32], inputs: usize, outputs: usize) -> Self {
+    pub fn from_columns(kind: KernelKind, m: &[f32], inputs: usize, outputs: usize) -> Self {
         assert_eq!(
             m.len(),
             outputs * inputs,
             "matrix is not {inputs} x {outputs}"
         );
-        Self::pack(outputs, inputs, |o, i| m[i * outputs + o])
+        Self::pack(kind, outputs, inputs, |o, i| m[i * outputs + o])
     }
 
     /// Several linear layers reading the same input, their outputs side by side (q, k and v in
     /// one product): `[sum of outputs, inputs]`.
-    pub fn stacked(weights: &[(&[f32], usize)], inputs: usize) -> Self {
+    pub fn stacked(kind: KernelKind, weights: &[(&[f32], usize)], inputs: usize) -> Self {
         let mut rows = Vec::new();
         for (weight, outputs) in weights {
             assert_eq!(
@@ -64,9 +160,54 @@ impl Bf16Matrix {
             rows.extend_from_slice(weight);
         }
         let outputs = weights.iter().map(|(_, o)| o).sum();
-        Self::from_rows(&rows, outputs, inputs)
+        Self::from_rows(kind, &rows, outputs, inputs)
     }
 
+    fn pack(
+        kind: KernelKind,
+        outputs: usize,
+        inputs: usize,
+        at: impl Fn(usize, usize) -> f32,
+    ) -> Self {
+        let layout = match kind {
+            KernelKind::Avx2Fma => Layout::F32(F32Matrix::pack(outputs, inputs, at)),
+            KernelKind::Avx512Bf16 | KernelKind::Portable => {
+                Layout::Bf16(Bf16Matrix::pack(outputs, inputs, at))
+            }
+        };
+        Self {
+            kind,
+            outputs,
+            inputs,
+            layout,
+        }
+    }
+
+    /// The kind it was packed for.
+    pub fn kind(&self) -> KernelKind {
+        self.kind
+    }
+
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+}
+
+/// The bf16 layout: panels of [`PANEL`] outputs; within a panel, for each pair of inputs
+/// `(2k, 2k + 1)`, the panel's outputs' two weights as one u32 (bf16 low, bf16 high), the layout
+/// AVX-512 BF16's `vdpbf16ps` reads. Padding (outputs past the last, an odd last input) is zero.
+#[derive(Clone)]
+struct Bf16Matrix {
+    inputs: usize,
+    outputs: usize,
+    data: Vec<u32>,
+}
+
+impl Bf16Matrix {
     fn pack(outputs: usize, inputs: usize, at: impl Fn(usize, usize) -> f32) -> Self {
         let pairs = inputs.div_ceil(2);
         let panels = outputs.div_ceil(PANEL);
@@ -91,18 +232,10 @@ impl Bf16Matrix {
             }
         }
         Self {
-            outputs,
             inputs,
+            outputs,
             data,
         }
-    }
-
-    pub fn outputs(&self) -> usize {
-        self.outputs
-    }
-
-    pub fn inputs(&self) -> usize {
-        self.inputs
     }
 
     fn pairs(&self) -> usize {
@@ -120,54 +253,14 @@ impl Bf16Matrix {
     }
 }
 
-/// Which code runs the product: chosen once per process from what the CPU reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelKind {
-    /// `vdpbf16ps` on 512-bit vectors.
-    Avx512Bf16,
-    /// Plain Rust the compiler vectorises: the same roundings, far slower (a fourteenth of
-    /// AVX-512 BF16 on the dev machine, a quarter of candle's f32 GEMM), so the encoder only
-    /// runs on it when asked (`EncoderArithmetic::Kernels`); it is the reference the fast kind is
-    /// tested against.
-    Portable,
-}
-
-impl KernelKind {
-    /// Every kind this CPU runs, fastest first (`Portable` always last).
-    pub fn supported() -> Vec<Self> {
-        match Self::detect() {
-            Self::Portable => vec![Self::Portable],
-            fast => vec![fast, Self::Portable],
-        }
-    }
-
-    /// The fastest kind this CPU runs.
-    pub fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if avx512::available() {
-            return Self::Avx512Bf16;
-        }
-        Self::Portable
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Avx512Bf16 => "avx512-bf16",
-            Self::Portable => "portable",
-        }
-    }
-}
-
 /// `c[r, o] = Σ_i a[r, i] · W[o, i]` for `rows` rows of `a` (row stride `lda`) into `c` (row
-/// stride `ldc`), only the matrix's `outputs` columns written. `parallel` lets it use rayon's
-/// threads when the product is large enough to repay them.
-#[allow(clippy::too_many_arguments)]
+/// stride `ldc`), only the matrix's `outputs` columns written, by the kernel `w` was packed for.
+/// `parallel` lets it use rayon's threads when the product is large enough to repay them.
 pub fn matmul(
-    kind: KernelKind,
     a: &[f32],
     rows: usize,
     lda: usize,
-    w: &Bf16Matrix,
+    w: &Matrix,
     c: &mut [f32],
     ldc: usize,
     parallel: bool,
@@ -183,27 +276,43 @@ pub fn matmul(
         ldc >= w.outputs && c.len() >= (rows - 1) * ldc + w.outputs,
         "c is too short"
     );
-    // A kind is a request, not a promise: safe code can name `Avx512Bf16` on any CPU, so the
-    // features are checked here, where the unsafe kernel is chosen (the check is cached).
-    #[cfg(target_arch = "x86_64")]
-    let kind = match kind {
-        KernelKind::Avx512Bf16 if !avx512::available() => KernelKind::Portable,
-        other => other,
-    };
-    let packed = pack_rows(a, rows, lda, w.inputs);
     let out = Output::new(c, ldc, w.outputs);
-    let panels = w.panels();
-    let run = |range: std::ops::Range<usize>| {
-        for panel in range {
-            match kind {
-                #[cfg(target_arch = "x86_64")]
-                KernelKind::Avx512Bf16 => avx512::panel(&packed, rows, w.panel(panel), panel, out),
-                _ => portable::panel(&packed, rows, w.panel(panel), panel, out),
-            }
+    let parallel = parallel && rows * w.outputs * w.inputs >= PARALLEL_MIN_MACS;
+    match &w.layout {
+        Layout::Bf16(matrix) => {
+            // A kind is a request, not a promise: safe code can pack for `Avx512Bf16` on any
+            // CPU, so the features are checked here, where the unsafe kernel is chosen (the
+            // check is cached).
+            #[cfg(target_arch = "x86_64")]
+            let fast = w.kind == KernelKind::Avx512Bf16 && avx512::available();
+            #[cfg(not(target_arch = "x86_64"))]
+            let fast = false;
+            let packed = pack_rows(a, rows, lda, matrix.inputs);
+            split_panels(matrix.panels(), parallel, |panels| {
+                for panel in panels {
+                    #[cfg(target_arch = "x86_64")]
+                    if fast {
+                        avx512::panel(&packed, rows, matrix.panel(panel), panel, out);
+                        continue;
+                    }
+                    let _ = fast;
+                    portable::panel(&packed, rows, matrix.panel(panel), panel, out);
+                }
+            });
         }
-    };
+        Layout::F32(matrix) => {
+            let fast = f32_panels::avx2_available();
+            split_panels(matrix.panels(), parallel, |panels| {
+                f32_panels::run_panels(fast, a, rows, lda, matrix, panels, out);
+            });
+        }
+    }
+}
+
+/// Runs `run` over `0..panels`, split in one contiguous share per thread when `parallel`.
+fn split_panels(panels: usize, parallel: bool, run: impl Fn(std::ops::Range<usize>) + Sync) {
     let threads = rayon::current_num_threads().min(panels);
-    if !parallel || threads < 2 || rows * w.outputs * w.inputs < PARALLEL_MIN_MACS {
+    if !parallel || threads < 2 {
         run(0..panels);
         return;
     }
@@ -228,10 +337,20 @@ mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
-    /// The product in f64 over the bf16-rounded operands: what either kernel must reach to
-    /// within f32 summation error.
-    fn reference(a: &[f32], rows: usize, w: &[f32], outputs: usize, inputs: usize) -> Vec<f64> {
-        let r = |x: f32| f64::from(bf16_to_f32(bf16_bits(x)));
+    /// The product in f64 over the operands as `kind` reads them (rounded to bf16, or f32): what
+    /// each kernel must reach to within f32 summation error.
+    fn reference(
+        kind: KernelKind,
+        a: &[f32],
+        rows: usize,
+        w: &[f32],
+        outputs: usize,
+        inputs: usize,
+    ) -> Vec<f64> {
+        let r = |x: f32| match kind.weights() {
+            "bf16" => f64::from(bf16_to_f32(bf16_bits(x))),
+            _ => f64::from(x),
+        };
         let mut c = vec![0.0; rows * outputs];
         for i in 0..rows {
             for o in 0..outputs {
@@ -247,12 +366,12 @@ mod tests {
         let mut seed = (rows * 31 + outputs * 7 + inputs) as u64;
         let a: Vec<f32> = (0..rows * inputs).map(|_| lcg(&mut seed)).collect();
         let w: Vec<f32> = (0..outputs * inputs).map(|_| lcg(&mut seed)).collect();
-        let matrix = Bf16Matrix::from_rows(&w, outputs, inputs);
+        let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
         // A wider output buffer: columns past `outputs` must stay untouched.
         let ldc = outputs + 3;
         let mut c = vec![7.0f32; rows * ldc];
-        matmul(kind, &a, rows, inputs, &matrix, &mut c, ldc, parallel);
-        let expected = reference(&a, rows, &w, outputs, inputs);
+        matmul(&a, rows, inputs, &matrix, &mut c, ldc, parallel);
+        let expected = reference(kind, &a, rows, &w, outputs, inputs);
         for i in 0..rows {
             for o in 0..outputs {
                 let (got, want) = (f64::from(c[i * ldc + o]), expected[i * outputs + o]);
@@ -271,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn both_kernels_compute_the_product_of_the_rounded_operands() {
+    fn every_kernel_computes_the_product_of_the_operands_as_it_reads_them() {
         for kind in KernelKind::supported() {
             for (rows, outputs, inputs) in [
                 (1, 32, 2),
@@ -279,6 +398,8 @@ mod tests {
                 (9, 70, 33),
                 (17, 64, 256),
                 (40, 96, 130),
+                // Past one block of rows of the f32 kernel, and an odd panel remainder.
+                (101, 23, 41),
             ] {
                 check(kind, rows, outputs, inputs, false);
                 check(kind, rows, outputs, inputs, true);
@@ -290,27 +411,25 @@ mod tests {
 
     #[test]
     fn any_kind_asked_for_is_safe_on_this_cpu_and_narrow_outputs_end_the_buffer_exactly() {
-        // `Avx512Bf16` named on a CPU without it runs the portable kernel; with it, a product of
-        // 16 or fewer columns whose last row ends `c` forms no pointer past it.
-        for kind in [KernelKind::Avx512Bf16, KernelKind::Portable] {
+        // `Avx512Bf16` named on a CPU without it runs the portable kernel (`Avx2Fma` without AVX2
+        // its plain-Rust tile); with it, a product of 16 or fewer columns whose last row ends `c`
+        // forms no pointer past it. The values are exact in bf16 and their sums in f32, so every
+        // kind gives the same bits.
+        for kind in [
+            KernelKind::Avx512Bf16,
+            KernelKind::Avx2Fma,
+            KernelKind::Portable,
+        ] {
             for (rows, outputs) in [(1, 16), (2, 8), (3, 1)] {
                 let inputs = 4;
                 let w: Vec<f32> = (0..outputs * inputs).map(|x| x as f32 * 0.25).collect();
                 let a: Vec<f32> = (0..rows * inputs).map(|x| 1.0 - x as f32 * 0.5).collect();
-                let matrix = Bf16Matrix::from_rows(&w, outputs, inputs);
+                let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
                 let mut c = vec![0.0f32; rows * outputs];
-                matmul(kind, &a, rows, inputs, &matrix, &mut c, outputs, false);
+                matmul(&a, rows, inputs, &matrix, &mut c, outputs, false);
+                let portable = Matrix::from_rows(KernelKind::Portable, &w, outputs, inputs);
                 let mut want = vec![0.0f32; rows * outputs];
-                matmul(
-                    KernelKind::Portable,
-                    &a,
-                    rows,
-                    inputs,
-                    &matrix,
-                    &mut want,
-                    outputs,
-                    false,
-                );
+                matmul(&a, rows, inputs, &portable, &mut want, outputs, false);
                 assert_eq!(c, want, "{kind:?} {rows}x{outputs}");
             }
         }
@@ -319,13 +438,21 @@ mod tests {
     #[test]
     fn columns_layout_is_the_transpose_of_rows() {
         let m: Vec<f32> = (0..12).map(|x| x as f32).collect(); // [3 inputs, 4 outputs]
-        let by_columns = Bf16Matrix::from_columns(&m, 3, 4);
         let transposed: Vec<f32> = (0..4)
             .flat_map(|o| (0..3).map(move |i| (i * 4 + o) as f32))
             .collect();
-        assert_eq!(
-            by_columns.data,
-            Bf16Matrix::from_rows(&transposed, 4, 3).data
-        );
+        let a = [1.0, -2.0, 0.5, 3.0, 0.25, -1.0];
+        for kind in KernelKind::supported() {
+            let product = |matrix: &Matrix| {
+                let mut c = vec![0f32; 8];
+                matmul(&a, 2, 3, matrix, &mut c, 4, false);
+                c
+            };
+            assert_eq!(
+                product(&Matrix::from_columns(kind, &m, 3, 4)),
+                product(&Matrix::from_rows(kind, &transposed, 4, 3)),
+                "{kind:?}"
+            );
+        }
     }
 }

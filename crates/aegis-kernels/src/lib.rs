@@ -1,7 +1,8 @@
 //! CPU kernels for reading text with an encoder fast: the matrix products in bfloat16 with f32
-//! accumulation (AVX-512 BF16's dot product where the CPU has it, two to four times its f32 FMA
-//! rate; the same arithmetic in portable code elsewhere), and the element-wise steps between them
-//! (RMS norm, GELU, softmax, rotary positions) as loops the compiler vectorises.
+//! accumulation where the CPU has AVX-512 BF16's dot product (two to four times its f32 FMA rate),
+//! in f32 with AVX2's fused multiply-add on the CPUs without it, in portable code elsewhere; and
+//! the element-wise steps between them (RMS norm, GELU, softmax, rotary positions) as loops the
+//! compiler vectorises.
 //!
 //! Why not candle's ops: on a short message the encoder's 24 layers are some 700 small ops, and
 //! candle's per-op allocation, threading and copies cost three times the arithmetic (measured:
@@ -12,4 +13,4 @@ mod bf16;
 pub mod elementwise;
 mod gemm;
 
-pub use gemm::{matmul, Bf16Matrix, KernelKind};
+pub use gemm::{matmul, KernelKind, Matrix};

@@ -213,6 +213,11 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         None => (engine.matmul_gflops(Duration::from_secs(2))?, "the model's"),
     };
 
+    // The encoder's weight format names the kernel its layers run on (none on a GPU or a server).
+    let encoder_format = guard
+        .encoder()
+        .map(|e| e.info().weight_format.clone())
+        .unwrap_or_default();
     let short = &rows[0];
     let floor_ms = short["flops"].as_f64().unwrap_or(0.0) / (gflops * 1e9) * 1e3;
     let report = json!({
@@ -228,6 +233,12 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         "validator_counts": validator_counts,
         "matmul_gflops": gflops,
         "matmul_of": gemm,
+        "cpu_kernels": aegis_engine::KernelKind::ALL.map(|kind| json!({
+            "kind": kind.name(), "weights": kind.weights(), "needs": kind.needs(),
+            "available": kind.available(),
+            "runs": encoder_format.contains(&format!("({} kernels)", kind.name())),
+            "why": kind.why(),
+        })),
         "floor_short_ms": floor_ms,
         "rss_after_load_mib": rss_after_load / 1024.0,
         "peak_rss_mib": memory_kib("VmHWM") / 1024.0,

@@ -100,6 +100,26 @@ pub(super) fn print_report(report: &Value) {
         format_args!("{:.1}", report["floor_short_ms"].as_f64().unwrap_or(0.0)),
         ratio(c_short, &report["floor_short_ms"]),
     );
+    if let Some(kinds) = report["cpu_kernels"].as_array() {
+        // Which product code this CPU's encoder runs, and why: figures from different CPUs are
+        // compared only beside this table.
+        println!("\n## CPU kernels (the encoder's products on this CPU)\n");
+        println!("| kernel | weights | needs | this CPU | why |\n|---|---|---|---|---|");
+        for k in kinds {
+            let here = match (k["runs"].as_bool(), k["available"].as_bool()) {
+                (Some(true), _) => "runs",
+                (_, Some(true)) => "has it",
+                _ => "lacks it",
+            };
+            println!(
+                "| {} | {} | {} | {here} | {} |",
+                k["kind"].as_str().unwrap_or("?"),
+                k["weights"].as_str().unwrap_or("?"),
+                k["needs"].as_str().unwrap_or("?"),
+                k["why"].as_str().unwrap_or("")
+            );
+        }
+    }
     if let Some(lengths) = report["remote_backend"]["lengths"].as_array() {
         println!(
             "\n## Model server {} ({}), prompt-decided verdicts, ms (p50 / p95)\n",

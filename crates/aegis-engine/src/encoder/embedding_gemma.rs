@@ -33,15 +33,17 @@ const GPU_BATCH_TOKENS: usize = 8192;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EncoderArithmetic {
     /// The device's fastest: on a CPU with AVX-512 BF16 the packed bfloat16 kernels
-    /// (`aegis-kernels`, 3 to 5 times candle's f32 here), on other CPUs candle in f32 (the
-    /// kernels' portable code is slower than candle's f32 GEMM there), on a GPU candle in bf16.
+    /// (`aegis-kernels`, 3 to 5 times candle's f32 here), on one with AVX2 and FMA the packed
+    /// f32 kernels (candle's GEMM rate without its per-op overhead), on other CPUs candle in f32
+    /// (the kernels' portable code is slower than candle's GEMM there), on a GPU candle in bf16.
     #[default]
     Fast,
     /// candle in f32 throughout: the arithmetic of the model's reference implementation, for
     /// checking the model itself (and the fast path against it).
     Exact,
-    /// The packed bfloat16 kernels whatever the CPU (portable code without AVX-512 BF16): what
-    /// the tests compare with `Exact` on any machine.
+    /// The packed kernels whatever the CPU (the fastest kind it runs; the portable bf16 code
+    /// where it has neither AVX-512 BF16 nor AVX2): what the tests compare with `Exact` on any
+    /// machine.
     Kernels,
 }
 
@@ -282,7 +284,8 @@ impl EmbeddingGemma {
         }
         let (model, layers_format) = if arithmetic.uses_kernels(&device) {
             let packed = CpuEncoder::pack(model)?;
-            let name = format!("bf16 layers ({} kernels)", packed.kernel().name());
+            let kernel = packed.kernel();
+            let name = format!("{} layers ({} kernels)", kernel.weights(), kernel.name());
             (Backbone::Kernels(packed), name)
         } else {
             (Backbone::Candle(model), format!("{} layers", format.name()))

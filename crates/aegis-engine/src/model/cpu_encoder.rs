@@ -1,11 +1,13 @@
 //! A Gemma 3 encoder on the CPU without candle's per-op overhead: the layers' weights packed once
-//! in bfloat16 for `aegis-kernels`' matrix product, and each layer run as four products over
-//! buffers reused from layer to layer (q/k/v and gate/up each fused into one product). On a short
-//! message candle's ~700 small ops cost three times their arithmetic; here the products dominate.
+//! for `aegis-kernels`' matrix product (the CPU's fastest kind), and each layer run as four
+//! products over buffers reused from layer to layer (q/k/v and gate/up each fused into one
+//! product). On a short message candle's ~700 small ops cost three times their arithmetic; here
+//! the products dominate.
 //!
-//! Numerics: weights and the products' inputs are rounded to bfloat16 (Gemma's training format),
-//! sums and everything between the products stay f32. Embeddings land within about 1e-3 (cosine
-//! above 0.9999) of the f32 path; the tests bound it.
+//! Numerics: on AVX-512 BF16 (and the portable kind) weights and the products' inputs are rounded
+//! to bfloat16 (Gemma's training format), on AVX2 they stay f32; sums and everything between the
+//! products stay f32. Embeddings land within about 1e-3 (cosine above 0.9999) of candle's f32
+//! path; the tests bound it.
 
 use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Tensor};
@@ -14,7 +16,7 @@ use rayon::prelude::*;
 use aegis_kernels::elementwise::{
     add_rms_norm, gelu_mul, rms_norm, rms_norm_in_place, rope, softmax,
 };
-use aegis_kernels::{matmul, Bf16Matrix, KernelKind};
+use aegis_kernels::{matmul, KernelKind, Matrix};
 
 use super::rope::Rope;
 use super::{check_sequence, in_tap_order, Embedding, Gemma3, Output, RmsNorm};
@@ -25,15 +27,15 @@ use crate::error::{EngineError, Result};
 struct PackedLayer {
     attn_norm: Vec<f32>,
     /// q, k and v side by side: `[q heads | k heads | v heads]` per row.
-    qkv: Bf16Matrix,
+    qkv: Matrix,
     q_norm: Vec<f32>,
     k_norm: Vec<f32>,
-    o: Bf16Matrix,
+    o: Matrix,
     post_attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
     /// gate and up side by side.
-    gate_up: Bf16Matrix,
-    down: Bf16Matrix,
+    gate_up: Matrix,
+    down: Matrix,
     post_ffn_norm: Vec<f32>,
     sliding: bool,
 }
@@ -92,6 +94,7 @@ impl CpuEncoder {
             cfg.num_heads * cfg.head_dim,
             cfg.num_kv_heads * cfg.head_dim,
         );
+        let kernel = KernelKind::detect();
         let mut layers = Vec::with_capacity(model.layers.len());
         for layer in model.layers {
             let (q, k, v) = (
@@ -102,14 +105,18 @@ impl CpuEncoder {
             let (gate, up) = (dense(&layer.gate_proj)?, dense(&layer.up_proj)?);
             layers.push(PackedLayer {
                 attn_norm: weights(&layer.attn_norm)?,
-                qkv: Bf16Matrix::stacked(&[(&q, q_width), (&k, kv_width), (&v, kv_width)], hidden),
+                qkv: Matrix::stacked(
+                    kernel,
+                    &[(&q, q_width), (&k, kv_width), (&v, kv_width)],
+                    hidden,
+                ),
                 q_norm: weights(&layer.q_norm)?,
                 k_norm: weights(&layer.k_norm)?,
-                o: Bf16Matrix::from_rows(&dense(&layer.o_proj)?, hidden, q_width),
+                o: Matrix::from_rows(kernel, &dense(&layer.o_proj)?, hidden, q_width),
                 post_attn_norm: weights(&layer.post_attn_norm)?,
                 ffn_norm: weights(&layer.ffn_norm)?,
-                gate_up: Bf16Matrix::stacked(&[(&gate, ffn), (&up, ffn)], hidden),
-                down: Bf16Matrix::from_rows(&dense(&layer.down_proj)?, hidden, ffn),
+                gate_up: Matrix::stacked(kernel, &[(&gate, ffn), (&up, ffn)], hidden),
+                down: Matrix::from_rows(kernel, &dense(&layer.down_proj)?, hidden, ffn),
                 post_ffn_norm: weights(&layer.post_ffn_norm)?,
                 sliding: layer.sliding,
             });
@@ -117,7 +124,7 @@ impl CpuEncoder {
         Ok(Self {
             eps: cfg.rms_norm_eps as f32,
             config: cfg,
-            kernel: KernelKind::detect(),
+            kernel,
             embedding: model.embedding,
             layers,
             final_norm: model.final_norm,
@@ -130,7 +137,7 @@ impl CpuEncoder {
         &self.config
     }
 
-    /// `avx512-bf16` or `portable`: which product code runs.
+    /// Which product code runs (`avx512-bf16`, `avx2-fma` or `portable`).
     pub fn kernel(&self) -> KernelKind {
         self.kernel
     }
@@ -196,16 +203,7 @@ impl CpuEncoder {
         let flops = 2.0 * (rows * matrix.outputs() * matrix.inputs()) as f64;
         let product = || {
             let width = matrix.outputs();
-            matmul(
-                self.kernel,
-                &a,
-                rows,
-                matrix.inputs(),
-                matrix,
-                &mut c,
-                width,
-                true,
-            );
+            matmul(&a, rows, matrix.inputs(), matrix, &mut c, width, true);
             Ok(())
         };
         // The kernels cannot fail: a rate is always measured.
@@ -230,11 +228,10 @@ impl CpuEncoder {
         let (q_width, kv_width) = (cfg.num_heads * head_dim, cfg.num_kv_heads * head_dim);
         let qkv_width = q_width + 2 * kv_width;
         let rows = x.len() / hidden;
-        let kernel = self.kernel;
 
         rms_norm(x, &layer.attn_norm, self.eps, &mut s.normed);
         matmul(
-            kernel, &s.normed, rows, hidden, &layer.qkv, &mut s.qkv, qkv_width, true,
+            &s.normed, rows, hidden, &layer.qkv, &mut s.qkv, qkv_width, true,
         );
         let half = head_dim / 2;
         s.qkv
@@ -257,7 +254,6 @@ impl CpuEncoder {
             });
         self.attention(layer, spans, s);
         matmul(
-            kernel,
             &s.attended,
             rows,
             q_width,
@@ -270,7 +266,6 @@ impl CpuEncoder {
 
         rms_norm(x, &layer.ffn_norm, self.eps, &mut s.normed);
         matmul(
-            kernel,
             &s.normed,
             rows,
             hidden,
@@ -287,7 +282,6 @@ impl CpuEncoder {
                 gelu_mul(gate, up, out);
             });
         matmul(
-            kernel,
             &s.activated,
             rows,
             ffn,
@@ -363,8 +357,8 @@ impl CpuEncoder {
                 q_width + (cfg.num_kv_heads + group) * head_dim,
                 head_dim,
             );
-            let keys = Bf16Matrix::from_rows(&keys, n, head_dim);
-            let values = Bf16Matrix::from_columns(&values, n, head_dim);
+            let keys = Matrix::from_rows(self.kernel, &keys, n, head_dim);
+            let values = Matrix::from_columns(self.kernel, &values, n, head_dim);
             let mut queries = Vec::with_capacity(per_kv * n * head_dim);
             for head in group * per_kv..(group + 1) * per_kv {
                 queries.extend(columns(
@@ -377,7 +371,6 @@ impl CpuEncoder {
             }
             let mut scores = vec![0f32; per_kv * n * n];
             matmul(
-                self.kernel,
                 &queries,
                 per_kv * n,
                 head_dim,
@@ -400,7 +393,6 @@ impl CpuEncoder {
             }
             let mut weighted = vec![0f32; per_kv * n * head_dim];
             matmul(
-                self.kernel,
                 &scores,
                 per_kv * n,
                 n,
