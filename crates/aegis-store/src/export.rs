@@ -69,14 +69,18 @@ impl Store {
                     "text",
                     "rejection_message",
                     "model_id",
+                    "model_hash",
+                    "encoder_id",
+                    "encoder_hash",
+                    "role",
+                    "turn_index",
                     "latency_ms",
                     "reviews",
                 ]
                 .map(String::from)
                 .to_vec();
                 for key in &keys {
-                    header.push(format!("score_{key}"));
-                    header.push(format!("passed_{key}"));
+                    header.extend(PER_VALIDATOR.map(|column| format!("{column}_{key}")));
                 }
                 w.write_record(&header).map_err(|e| export_err(&e))?;
                 Sink::Csv(Box::new(w))
@@ -125,6 +129,19 @@ fn as_text_cell(value: &str) -> String {
     }
 }
 
+/// A validator's columns, each suffixed with its key: what a reviewer's spreadsheet needs to see
+/// why it decided as it did (by a head or its prompt, at which threshold, on which reading of the
+/// turn, and which reading turned the decision, such as a quote read as mentioned).
+const PER_VALIDATOR: [&str; 7] = [
+    "score",
+    "passed",
+    "decided_by",
+    "threshold",
+    "read_as",
+    "turned_by",
+    "head_hash",
+];
+
 fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
     let mut record = vec![
         row.verdict_id.to_string(),
@@ -137,16 +154,36 @@ fn csv_record(row: &HistoryRow, keys: &[String]) -> Vec<String> {
         as_text_cell(&row.text),
         as_text_cell(&row.rejection_message),
         as_text_cell(&row.model_id),
+        row.model_hash.clone(),
+        as_text_cell(row.encoder_id.as_deref().unwrap_or_default()),
+        as_text_cell(row.encoder_hash.as_deref().unwrap_or_default()),
+        row.role.as_str().to_string(),
+        row.turn_index.to_string(),
         format!("{:.1}", row.latency_ms),
         row.review_count.to_string(),
     ];
     for key in keys {
         match row.results.iter().find(|r| &r.key == key) {
             Some(r) => {
-                record.push(format!("{:.6}", r.score));
-                record.push(r.passed.to_string());
+                let readings = |keep: fn(&aegis_guard::ReadingScore) -> bool| {
+                    r.readings
+                        .iter()
+                        .filter(|reading| keep(reading))
+                        .map(|reading| reading.reading.as_str())
+                        .collect::<Vec<_>>()
+                        .join("+")
+                };
+                record.extend([
+                    format!("{:.6}", r.score),
+                    r.passed.to_string(),
+                    r.decided_by.clone(),
+                    format!("{:.6}", r.threshold),
+                    readings(|reading| reading.decided),
+                    readings(|reading| reading.turned),
+                    r.head_hash.clone().unwrap_or_default(),
+                ]);
             }
-            None => record.extend([String::new(), String::new()]),
+            None => record.extend(PER_VALIDATOR.map(|_| String::new())),
         }
     }
     record

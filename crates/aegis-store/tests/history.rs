@@ -1,9 +1,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use aegis_guard::Status;
-use aegis_store::{Decision, ExportFormat, HistoryFilter, NewReview, ScoreRange, Source, Store};
+use aegis_store::{Decision, HistoryFilter, NewReview, ScoreRange, Source, Store};
 
-use crate::common::{record, temp_store, KEYS};
+use crate::common::{record, temp_store};
 
 #[tokio::test]
 async fn migrating_from_empty_creates_the_schema_and_reopens() {
@@ -470,141 +470,6 @@ async fn one_verdict_in_full_with_templates_and_reviews() {
     assert_eq!(detail.reviews.len(), 1);
     assert_eq!(detail.reviews[0].validators["toxic"], Decision::Agree);
     assert_eq!(detail.row.review_count, 1);
-}
-
-#[tokio::test]
-async fn export_round_trips_as_jsonl_and_csv() {
-    let t = temp_store().await;
-    let s = &t.store;
-    for (i, text) in [
-        "Halo, \"apa\" kabar?\nBaris dua",
-        "WIN, a prize",
-        "biasa saja",
-    ]
-    .iter()
-    .enumerate()
-    {
-        record(
-            s,
-            text,
-            Source::Cli,
-            Some("u"),
-            if i == 1 { &["spam"] } else { &[] },
-        )
-        .await;
-    }
-    let listed = s
-        .list(&HistoryFilter::default(), None, 100)
-        .await
-        .expect("list")
-        .rows;
-
-    let mut jsonl = Vec::new();
-    assert_eq!(
-        s.export(&HistoryFilter::default(), ExportFormat::Jsonl, &mut jsonl)
-            .await
-            .expect("export"),
-        3
-    );
-    let parsed: Vec<serde_json::Value> = String::from_utf8(jsonl)
-        .expect("utf8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect();
-    assert_eq!(parsed.len(), 3);
-    for (row, json) in listed.iter().zip(&parsed) {
-        assert_eq!(json["verdict_id"], row.verdict_id);
-        assert_eq!(json["text"], row.text.as_str());
-        assert_eq!(json["results"].as_array().expect("results").len(), 4);
-        assert_eq!(json["results"][0]["score"], row.results[0].score);
-        assert!(json["created_at"].as_str().expect("time").ends_with('Z'));
-    }
-
-    let mut csv_bytes = Vec::new();
-    s.export(
-        &HistoryFilter {
-            status: Some(Status::Passed),
-            ..Default::default()
-        },
-        ExportFormat::Csv,
-        &mut csv_bytes,
-    )
-    .await
-    .expect("export");
-    let mut reader = csv::Reader::from_reader(csv_bytes.as_slice());
-    let headers = reader.headers().expect("headers").clone();
-    for key in KEYS {
-        assert!(
-            headers.iter().any(|h| h == format!("score_{key}")),
-            "{headers:?}"
-        );
-    }
-    let records: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("record")).collect();
-    assert_eq!(records.len(), 2, "the filter applies to exports");
-    let text_col = headers
-        .iter()
-        .position(|h| h == "text")
-        .expect("text column");
-    assert_eq!(
-        &records[1][text_col], "Halo, \"apa\" kabar?\nBaris dua",
-        "quotes, commas and newlines survive"
-    );
-}
-
-#[tokio::test]
-async fn deleting_and_retention() {
-    let t = temp_store().await;
-    let s = &t.store;
-    let old = record(s, "pesan lama", Source::Cli, None, &[]).await;
-    let keep = record(s, "pesan baru", Source::Cli, None, &["spam"]).await;
-    let gone = record(s, "hapus saya", Source::Cli, None, &[]).await;
-    assert!(s.delete(gone).await.expect("delete"));
-    assert!(!s.delete(gone).await.expect("delete twice"));
-    let filter = HistoryFilter {
-        text: Some("hapus".into()),
-        ..Default::default()
-    };
-    assert_eq!(
-        s.count(&filter).await.expect("count"),
-        0,
-        "its message left the search index too"
-    );
-
-    // Age one verdict by 40 days, as another program would see the file.
-    {
-        use sqlx::Connection;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", t.path().display()))
-            .await
-            .expect("connect");
-        sqlx::query("UPDATE verdicts SET created_at = created_at - 40 * 86400000 WHERE id = ?")
-            .bind(old)
-            .execute(&mut conn)
-            .await
-            .expect("age");
-    }
-    assert_eq!(s.set_retention_days(Some(30)).await.expect("retention"), 1);
-    assert_eq!(s.retention_days().await.expect("read"), Some(30));
-    let left: Vec<i64> = s
-        .list(&HistoryFilter::default(), None, 10)
-        .await
-        .expect("list")
-        .rows
-        .iter()
-        .map(|r| r.verdict_id)
-        .collect();
-    assert_eq!(left, vec![keep]);
-    assert_eq!(
-        s.delete_matching(&HistoryFilter {
-            status: Some(Status::Failed),
-            ..Default::default()
-        })
-        .await
-        .expect("delete"),
-        1
-    );
-    assert_eq!(s.count(&HistoryFilter::default()).await.expect("count"), 0);
-    s.set_retention_days(None).await.expect("off");
-    assert_eq!(s.retention_days().await.expect("read"), None);
 }
 
 #[tokio::test]
