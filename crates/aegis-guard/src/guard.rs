@@ -1,18 +1,18 @@
 //! The guard: every validator's question about one message, a verdict, and a rejection message.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use aegis_engine::{
     ChatFormat, EncoderInfo, EncoderReading, LanguageModel, Prompt, Segment, SentenceEncoder,
     Speaker,
 };
-use aegis_heads::Head;
+use aegis_heads::{EncoderFingerprint, Head};
 
 use crate::context::{ContextReading, DEFAULT_CONTEXT_TOKENS};
 use crate::error::{GuardError, Result};
-use crate::heads::{check_binding, encoder_reading, head_path, load_heads};
+use crate::heads::{check_binding, encoder_fingerprint, encoder_reading, head_path, load_heads};
 use crate::input::GuardInput;
 use crate::language::Language;
 use crate::readings::{InContext, QuotesElided, Reading};
@@ -62,6 +62,10 @@ pub struct Guard {
     /// The readings besides the turn as written that heads on the sentence encoder make, in the
     /// order their scores meet.
     pub(crate) readings: Vec<Arc<dyn Reading>>,
+    /// The encoder's fingerprint, computed the first time a head is trained (each head records
+    /// it, and embedding the probes costs seconds on a CPU); shared by guards on the same
+    /// encoder, emptied when the encoder changes.
+    fingerprint: Arc<OnceLock<EncoderFingerprint>>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -86,6 +90,7 @@ impl Guard {
             prompt_scores: false,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             readings: vec![Arc::new(QuotesElided), Arc::new(InContext { forced: None })],
+            fingerprint: Arc::default(),
         }
     }
 
@@ -145,6 +150,7 @@ impl Guard {
         // The readings carry the guard's context override (`with_context`) with them.
         reloaded.context_tokens = self.context_tokens;
         reloaded.readings = self.readings.clone();
+        reloaded.fingerprint = self.fingerprint.clone();
         Ok((reloaded, problems))
     }
 
@@ -174,6 +180,7 @@ impl Guard {
     /// trained on the other are dropped, as loading would have refused them.
     pub fn with_encoder(mut self, encoder: Option<Arc<dyn SentenceEncoder>>) -> Self {
         self.encoder = encoder;
+        self.fingerprint = Arc::default();
         let heads = std::mem::take(&mut self.heads);
         self.heads = heads
             .into_iter()
@@ -213,6 +220,7 @@ impl Guard {
             prompt_scores: self.prompt_scores,
             context_tokens: self.context_tokens,
             readings: self.readings.clone(),
+            fingerprint: self.fingerprint.clone(),
         }
     }
 
@@ -276,6 +284,19 @@ impl Guard {
     /// The sentence encoder the heads read, when one was chosen.
     pub fn encoder(&self) -> Option<&Arc<dyn SentenceEncoder>> {
         self.encoder.as_ref()
+    }
+
+    /// The heads' encoder's fingerprint ([`encoder_fingerprint`]), embedded once per encoder
+    /// however many heads are trained on it; `None` without an encoder.
+    pub fn encoder_fingerprint(&self) -> Option<aegis_engine::Result<EncoderFingerprint>> {
+        let encoder = self.encoder.as_ref()?;
+        if let Some(known) = self.fingerprint.get() {
+            return Some(Ok(known.clone()));
+        }
+        Some(encoder_fingerprint(encoder.as_ref()).inspect(|computed| {
+            // Two threads may both compute it; they get the same probes' embeddings.
+            let _ = self.fingerprint.set(computed.clone());
+        }))
     }
 
     fn encoder_info(&self) -> Option<&EncoderInfo> {

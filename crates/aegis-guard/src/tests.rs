@@ -521,3 +521,32 @@ fn the_encoding_preamble_in_gemmas_markup_is_the_one_the_shipped_heads_were_trai
         )]
     );
 }
+
+#[test]
+fn the_encoder_fingerprint_is_embedded_once_per_encoder() {
+    let encoder = Arc::new(FakeEncoder::new());
+    let guard = guard(FakeModel::new(vec![])).with_encoder(Some(encoder.clone()));
+    let first = guard
+        .encoder_fingerprint()
+        .expect("an encoder")
+        .expect("embedded");
+    let probes = encoder.embedded.load(Ordering::Relaxed);
+    assert!(probes > 0);
+    // Training each of four heads records it; a template reload keeps the encoder.
+    for _ in 0..3 {
+        assert_eq!(
+            guard.encoder_fingerprint().expect("an encoder").ok(),
+            Some(first.clone())
+        );
+    }
+    let (reloaded, _) = guard
+        .reload(Path::new("../../prompt_guard"))
+        .expect("reload");
+    assert!(reloaded.encoder_fingerprint().is_some());
+    assert_eq!(encoder.embedded.load(Ordering::Relaxed), probes);
+    // Another encoder is fingerprinted anew; none, not at all.
+    let other = guard.with_encoder(Some(Arc::new(FakeEncoder::new())));
+    assert!(other.encoder_fingerprint().is_some());
+    assert!(other.with_encoder(None).encoder_fingerprint().is_none());
+    assert_eq!(encoder.embedded.load(Ordering::Relaxed), probes);
+}

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{GuardError, Result};
 use crate::features::MessageFeatures;
 use crate::guard::Guard;
-use crate::heads::{encoder_context_hash, encoder_fingerprint, encoding_context_hash};
+use crate::heads::{encoder_context_hash, encoding_context_hash};
 use crate::language::Language;
 use crate::template::hex_sha256;
 
@@ -222,9 +222,10 @@ pub fn train_validator(
             ModelBinding {
                 id: encoder.info().id.clone(),
                 content_hash: encoder.info().content_hash.clone(),
-                fingerprint: Some(
-                    encoder_fingerprint(encoder.as_ref()).map_err(|e| failed(e.to_string()))?,
-                ),
+                fingerprint: guard
+                    .encoder_fingerprint()
+                    .transpose()
+                    .map_err(|e| failed(e.to_string()))?,
             },
         ),
         None => (
