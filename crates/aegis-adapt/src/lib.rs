@@ -19,7 +19,7 @@ use aegis_engine::{
 };
 
 pub use error::{AdaptError, Result};
-pub use states::TokenStates;
+pub use states::{cache_folder, TokenStates};
 use states::{cache_path, read_states};
 pub use top::{AdaptedTop, AdapterShape, Products};
 pub use train::{train, StepProgress, TrainingOptions, TrainingReport, TrainingText};

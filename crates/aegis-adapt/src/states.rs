@@ -35,11 +35,16 @@ pub fn cache_path(encoder_hash: &str, after: usize, texts: &[&str]) -> Option<Pa
         .map(|b| format!("{b:02x}"))
         .collect();
     let encoder: String = encoder_hash.chars().take(16).collect();
-    let folder = match std::env::var_os(STATES_CACHE_ENV) {
+    cache_folder().map(|f| f.join(format!("{encoder}-after{after}-{digest}.safetensors")))
+}
+
+/// The folder states are cached in ([`STATES_CACHE_ENV`], else `aegis/adapt` in the user's cache
+/// folder), where training's log goes too.
+pub fn cache_folder() -> Option<PathBuf> {
+    match std::env::var_os(STATES_CACHE_ENV) {
         Some(folder) => Some(PathBuf::from(folder)),
         None => dirs::cache_dir().map(|d| d.join("aegis").join("adapt")),
-    };
-    folder.map(|f| f.join(format!("{encoder}-after{after}-{digest}.safetensors")))
+    }
 }
 
 /// The states after layer `after` (1 = the first) of every text, from the cache when it has them;

@@ -100,9 +100,8 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
     let log_path = match &args.log {
         Some(path) => path.clone(),
         None => {
-            let dir = dirs::cache_dir()
-                .unwrap_or_else(std::env::temp_dir)
-                .join("aegis/adapt");
+            let dir = aegis_adapt::cache_folder()
+                .unwrap_or_else(|| std::env::temp_dir().join("aegis-adapt"));
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             dir.join("adapt.log")
         }
