@@ -6,14 +6,11 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+mod tile;
 
 use super::tile::Output;
+use tile::{Tile, PANEL, TILE_ROWS};
 
-/// Outputs per panel: two 8-lane vectors.
-pub(crate) const PANEL: usize = 16;
-/// Rows a tile computes at once: 12 accumulators, 2 weight vectors and 1 broadcast fill 15 of
-/// AVX2's 16 vector registers.
-pub(crate) const TILE_ROWS: usize = 6;
 /// Rows of `a` a thread runs its panels over before moving on: 96 rows of the widest input
 /// (1,152) are 442 KB, which stays in a core's L2 while every panel passes over them, where a
 /// 1,000-token `a` would be fetched from L3 once per panel.
@@ -106,34 +103,6 @@ pub(crate) fn run_panels(
                 let _ = fast;
                 portable_tile(&tile, out);
             }
-        }
-    }
-}
-
-/// One tile's operands: `rows` rows of `a` from its start, one panel of weights, and where the
-/// result goes in the output.
-pub(crate) struct Tile<'a> {
-    pub(crate) a: &'a [f32],
-    pub(crate) lda: usize,
-    pub(crate) inputs: usize,
-    pub(crate) weights: &'a [f32],
-    pub(crate) rows: usize,
-    pub(crate) row: usize,
-    pub(crate) first_column: usize,
-    pub(crate) columns: usize,
-}
-
-impl Tile<'_> {
-    /// Writes `sums` (the tile's rows, [`PANEL`] each) to the output's rows and columns.
-    pub(crate) fn write(&self, sums: &[[f32; PANEL]], out: Output) {
-        for (r, sums) in sums.iter().enumerate().take(self.rows) {
-            let at = (self.row + r) * out.ldc + self.first_column;
-            // SAFETY: `matmul` checked that `c` holds every row of `ldc` with `out.columns` valid
-            // columns; this writes row `self.row + r` at this panel's columns below
-            // `out.columns`, which no other thread writes.
-            #[allow(unsafe_code)]
-            let row = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(at), self.columns) };
-            row.copy_from_slice(&sums[..self.columns]);
         }
     }
 }

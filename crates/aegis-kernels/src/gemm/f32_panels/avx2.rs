@@ -8,7 +8,7 @@ use std::arch::x86_64::{
     _mm256_storeu_ps,
 };
 
-use super::{Tile, PANEL, TILE_ROWS};
+use super::tile::{Tile, PANEL, TILE_ROWS};
 use crate::gemm::tile::Output;
 
 pub(super) fn available() -> bool {
