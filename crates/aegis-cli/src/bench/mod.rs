@@ -20,7 +20,9 @@ use serde_json::{json, Value};
 use crate::options::GuardArgs;
 use crate::ExitStatus;
 
+mod machine;
 mod report;
+use machine::{cpu_kernels, gpu_memory_mib, memory_kib};
 use report::print_report;
 
 #[derive(Debug, clap::Args)]
@@ -213,7 +215,6 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         None => (engine.matmul_gflops(Duration::from_secs(2))?, "the model's"),
     };
 
-    // The encoder's weight format names the kernel its layers run on (none on a GPU or a server).
     let encoder_format = guard
         .encoder()
         .map(|e| e.info().weight_format.clone())
@@ -233,12 +234,7 @@ pub fn run(args: BenchArgs) -> Result<ExitStatus> {
         "validator_counts": validator_counts,
         "matmul_gflops": gflops,
         "matmul_of": gemm,
-        "cpu_kernels": aegis_engine::KernelKind::ALL.map(|kind| json!({
-            "kind": kind.name(), "weights": kind.weights(), "needs": kind.needs(),
-            "available": kind.available(),
-            "runs": encoder_format.contains(&format!("({} kernels)", kind.name())),
-            "why": kind.why(),
-        })),
+        "cpu_kernels": cpu_kernels(&encoder_format),
         "floor_short_ms": floor_ms,
         "rss_after_load_mib": rss_after_load / 1024.0,
         "peak_rss_mib": memory_kib("VmHWM") / 1024.0,
@@ -571,35 +567,4 @@ fn transformers_baseline(
         "rejection": rejection,
     });
     run_python(python, "bench_transformers.py", &request, "transformers")
-}
-
-/// This process's GPU memory as `nvidia-smi` reports it (the CUDA context and candle's pool
-/// included); `None` without a GPU or nvidia-smi.
-fn gpu_memory_mib() -> Option<f64> {
-    let output = Command::new("nvidia-smi")
-        .args([
-            "--query-compute-apps=pid,used_memory",
-            "--format=csv,noheader,nounits",
-        ])
-        .output()
-        .ok()?;
-    let pid = std::process::id().to_string();
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| line.split_once(','))
-        .find(|(p, _)| p.trim() == pid)
-        .and_then(|(_, mib)| mib.trim().parse().ok())
-}
-
-/// A field of /proc/self/status in KiB (0 where there is none).
-fn memory_kib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0.0)
 }
