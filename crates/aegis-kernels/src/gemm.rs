@@ -283,10 +283,7 @@ pub fn matmul(
             // A kind is a request, not a promise: safe code can pack for `Avx512Bf16` on any
             // CPU, so the features are checked here, where the unsafe kernel is chosen (the
             // check is cached).
-            #[cfg(target_arch = "x86_64")]
-            let fast = w.kind == KernelKind::Avx512Bf16 && avx512::available();
-            #[cfg(not(target_arch = "x86_64"))]
-            let fast = false;
+            let fast = w.kind == KernelKind::Avx512Bf16 && w.kind.available();
             let packed = pack_rows(a, rows, lda, matrix.inputs);
             split_panels(matrix.panels(), parallel, |panels| {
                 for panel in panels {
@@ -301,7 +298,8 @@ pub fn matmul(
             });
         }
         Layout::F32(matrix) => {
-            let fast = f32_panels::avx2_available();
+            // Only `Avx2Fma` packs this layout; without AVX2 its plain tile runs.
+            let fast = w.kind.available();
             split_panels(matrix.panels(), parallel, |panels| {
                 f32_panels::run_panels(fast, a, rows, lda, matrix, panels, out);
             });
