@@ -29,9 +29,12 @@ pub struct GemmaEngine {
     prefix_cache: Mutex<PrefixCache>,
 }
 
-/// Pack rows per forward step: bounds the attention scratch memory of long prompts, while
-/// keeping matrix products large enough to run near the machine's GEMM rate.
+/// Pack rows per forward step on the CPU: bounds the attention scratch memory of long prompts,
+/// while keeping matrix products large enough to run near the machine's GEMM rate.
 const PACK_CHUNK: usize = 512;
+/// On a GPU a step costs launches whatever its rows, and the padded layout bounds its scratch by
+/// the widest prompt: 32 short messages' four prompts (about 4,000 rows) run as one step.
+const GPU_PACK_CHUNK: usize = 8192;
 
 /// Template openings shorter than this are recomputed rather than cached.
 const MIN_CACHED_OPENING: usize = 8;
@@ -240,6 +243,14 @@ impl GemmaEngine {
         Ok(contexts)
     }
 
+    fn pack_chunk(&self) -> usize {
+        if self.model.device().is_cpu() {
+            PACK_CHUNK
+        } else {
+            GPU_PACK_CHUNK
+        }
+    }
+
     /// The token trie of `prompts` after their static openings, and those openings (what the
     /// batch's contexts must hold, in the order the batch refers to them).
     pub(crate) fn pack<'a>(&self, prompts: &[&'a EncodedPrompt]) -> (PackedBatch, Vec<&'a [u32]>) {
@@ -280,7 +291,7 @@ impl GemmaEngine {
         let contexts = self.contexts_for(&openings)?;
         let hidden = self
             .model
-            .forward_packed(&batch, &contexts, PACK_CHUNK, Output::Final)?
+            .forward_packed(&batch, &contexts, self.pack_chunk(), Output::Final)?
             .remove(0);
 
         let answer_rows: Vec<u32> = batch
@@ -318,9 +329,12 @@ impl GemmaEngine {
         let refs: Vec<&EncodedPrompt> = prompts.iter().collect();
         let (batch, openings) = self.pack(&refs);
         let contexts = self.contexts_for(&openings)?;
-        let tapped =
-            self.model
-                .forward_packed(&batch, &contexts, PACK_CHUNK, Output::Taps(layers))?;
+        let tapped = self.model.forward_packed(
+            &batch,
+            &contexts,
+            self.pack_chunk(),
+            Output::Taps(layers),
+        )?;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         prompts
             .iter()

@@ -165,6 +165,36 @@ mod cuda {
         );
     }
 
+    /// The GPU's fast path (padded attention after the cached openings, every prompt of every
+    /// message in one step) answers as each prompt read alone on the same GPU.
+    #[test]
+    fn gpu_fast_path_equals_one_prompt_at_a_time() {
+        use crate::scoring::{messages_of_many_lengths, validator_prompts};
+        let engine = load(Some(tiny_model()), DeviceChoice::Cuda(0), WeightFormat::F32);
+        for policy_first in [false, true] {
+            let batch: Vec<Vec<Vec<Segment>>> = messages_of_many_lengths()
+                .iter()
+                .map(|m| validator_prompts(m, policy_first))
+                .collect();
+            let cold = engine.score_batch(&batch);
+            let warm = engine.score_batch(&batch);
+            for (i, prompts) in batch.iter().enumerate() {
+                let reference = engine.score_separately(prompts).expect("separately");
+                for fast in [&cold[i], &warm[i]] {
+                    let fast = fast.as_ref().expect("batched");
+                    for (want, got) in reference.answers.iter().zip(&fast.answers) {
+                        assert!(
+                            (want.p_yes - got.p_yes).abs() < 1e-3,
+                            "message {i}, policy first {policy_first}: {} vs {}",
+                            want.p_yes,
+                            got.p_yes
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn gpu_agrees_with_cpu_on_the_real_model() {
         for format in [

@@ -58,7 +58,7 @@ fn scores_are_probabilities_that_vary_and_repeat() {
 
 /// Validator-shaped prompts: a static opening, the message, then (`policy_first == false`) the
 /// policy and question, or (`true`) the policy before the message.
-fn validator_prompts(message: &str, policy_first: bool) -> Vec<Vec<Segment>> {
+pub(crate) fn validator_prompts(message: &str, policy_first: bool) -> Vec<Vec<Segment>> {
     let policies = [
         "No spam: no promotions, prize scams, phishing or chain messages.",
         "No toxicity: no insults, slurs, profanity or demeaning language.",
@@ -88,7 +88,7 @@ fn validator_prompts(message: &str, policy_first: bool) -> Vec<Vec<Segment>> {
 }
 
 /// Messages from a few tokens to past the sliding window (512) and the pack chunk (512 rows).
-fn messages_of_many_lengths() -> Vec<String> {
+pub(crate) fn messages_of_many_lengths() -> Vec<String> {
     let sentence = "Halo kak, saya mau tanya soal pesanan saya kemarin yang belum sampai juga ya. ";
     vec![
         "hi".into(),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
-use attention::{attend_groups, Attend, AttentionGroup, Heads, KeySelect, PaddedBatch};
+use attention::{attend_groups, Attend, AttentionGroup, Heads, KeySelect, Member, PaddedBatch};
 pub use cpu_encoder::CpuEncoder;
 pub use kv_cache::KvCache;
 pub use load::{EmbeddingStorage, WeightFormat};
@@ -230,7 +230,7 @@ impl Gemma3 {
         // On a GPU a batch costs launches: the padded layout attends in one product a bucket
         // (and the per-sequence masks below, each a copy to the device, are never made).
         let attend = if self.padded_attention && sequences.len() > 1 {
-            Attend::Padded(PaddedBatch::new(
+            Attend::Padded(PaddedBatch::independent(
                 &lengths,
                 cfg.sliding_window,
                 &self.device,
@@ -295,20 +295,32 @@ impl Gemma3 {
             ));
         }
         output.check(self.layers.len())?;
+        let prefix = if self.padded_attention {
+            Some(ContextPrefix::of(contexts, self.layers.len())?)
+        } else {
+            None
+        };
         let mut slots = vec![None; self.layers.len()];
         let mut chunks: Vec<Vec<Tensor>> = Vec::new();
         let mut start = 0;
         while start < batch.len() {
             let end = (start + chunk.max(1)).min(batch.len());
-            let groups = batch
-                .attention_groups(start..end)
-                .into_iter()
-                .map(|rows| self.attention_group(batch, contexts, rows, start))
-                .collect::<Result<Vec<_>>>()?;
+            let groups = batch.attention_groups(start..end);
+            let attend = match &prefix {
+                Some(prefix) => {
+                    Attend::Padded(self.packed_layout(batch, groups, start..end, prefix)?)
+                }
+                None => Attend::Groups(
+                    groups
+                        .into_iter()
+                        .map(|rows| self.attention_group(batch, contexts, rows, start))
+                        .collect::<Result<Vec<_>>>()?,
+                ),
+            };
             chunks.push(self.run_layers(
                 &batch.tokens[start..end],
                 &batch.positions[start..end],
-                &Attend::Groups(groups),
+                &attend,
                 &mut slots,
                 output,
             )?);
@@ -321,6 +333,45 @@ impl Gemma3 {
                 Ok(Tensor::cat(&parts, 0)?)
             })
             .collect()
+    }
+
+    /// The attention `groups` of the pack rows `chunk` side by side (see `PaddedBatch`): each
+    /// reads its context's keys in `prefix`, then the pack rows it sees.
+    fn packed_layout(
+        &self,
+        batch: &PackedBatch,
+        groups: Vec<Range<usize>>,
+        chunk: Range<usize>,
+        prefix: &ContextPrefix,
+    ) -> Result<PaddedBatch> {
+        let window = self.config.sliding_window;
+        let members = groups
+            .into_iter()
+            .map(|rows| {
+                let visible = batch.visible(rows.clone());
+                let mut key_columns = Vec::new();
+                for &(context, len) in &visible.contexts {
+                    let at = prefix.offsets[context];
+                    key_columns.extend((at..at + len).map(|c| c as u32));
+                }
+                key_columns.extend(visible.rows.iter().map(|&r| (prefix.total + r) as u32));
+                Member {
+                    query_rows: (rows.start - chunk.start..rows.end - chunk.start)
+                        .map(|r| r as u32)
+                        .collect(),
+                    key_columns,
+                    global: Some(batch.mask(rows.clone(), &visible, None)),
+                    sliding: Some(batch.mask(rows, &visible, Some(window))),
+                }
+            })
+            .collect();
+        PaddedBatch::new(
+            members,
+            chunk.len(),
+            prefix.layers.clone(),
+            &self.device,
+            self.dtype,
+        )
     }
 
     /// The keys pack rows `rows` (a chunk starting at `chunk_start`) attend to, and their masks.
@@ -468,7 +519,9 @@ impl Gemma3 {
             Attend::Groups(groups) => {
                 attend_groups(&heads, layer_index, layer.sliding, (&q, &k, &v), groups)?
             }
-            Attend::Padded(batch) => batch.attend(&heads, layer.sliding, (&q, &k, &v))?,
+            Attend::Padded(batch) => {
+                batch.attend(&heads, layer_index, layer.sliding, (&q, &k, &v))?
+            }
         };
         Ok(layer.o_proj.forward(&out)?)
     }
@@ -527,6 +580,51 @@ impl Gemma3 {
     pub fn last_row(hidden: &Tensor) -> Result<Tensor> {
         let len = hidden.dim(0)?;
         Ok(hidden.get(len - 1)?)
+    }
+}
+
+/// A packed pass's cached contexts end to end, per layer: the keys its padded layout reads
+/// first, laid out once a pass.
+struct ContextPrefix {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+    /// Where each context's keys begin.
+    offsets: Vec<usize>,
+    total: usize,
+}
+
+impl ContextPrefix {
+    fn of(contexts: &[KvCache], layers: usize) -> Result<Self> {
+        let mut offsets = Vec::with_capacity(contexts.len());
+        let mut total = 0;
+        for context in contexts {
+            offsets.push(total);
+            total += context.len;
+        }
+        let layers = (0..layers)
+            .map(|layer| {
+                let parts: Vec<&(Tensor, Tensor)> = contexts
+                    .iter()
+                    .filter_map(|c| c.layers.get(layer).and_then(Option::as_ref))
+                    .collect();
+                if parts.is_empty() {
+                    return Ok(None);
+                }
+                if parts.len() < contexts.len() {
+                    // Offsets count every context's keys: one missing a layer would shift the rest.
+                    return Err(EngineError::Unsupported(
+                        "a cached context without every layer",
+                    ));
+                }
+                let keys: Vec<&Tensor> = parts.iter().map(|(k, _)| k).collect();
+                let values: Vec<&Tensor> = parts.iter().map(|(_, v)| v).collect();
+                Ok(Some((Tensor::cat(&keys, 2)?, Tensor::cat(&values, 2)?)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            layers,
+            offsets,
+            total,
+        })
     }
 }
 
