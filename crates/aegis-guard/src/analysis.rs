@@ -226,10 +226,14 @@ impl Guard {
             }
         }
         let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mut read = encoder
-            .read_batch(&batch, &reading)
-            .into_iter()
-            .map(|r| r.map_err(GuardError::from));
+        let started = std::time::Instant::now();
+        let read = encoder.read_batch(&batch, &reading);
+        tracing::debug!(
+            texts = batch.len(),
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "encoder read"
+        );
+        let mut read = read.into_iter().map(|r| r.map_err(GuardError::from));
         for slot in reads.alone.iter_mut() {
             *slot = read.next();
         }

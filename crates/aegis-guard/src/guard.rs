@@ -323,11 +323,20 @@ impl Guard {
     /// into this); each gets its own verdict or error.
     pub fn check_inputs(&self, inputs: &[GuardInput]) -> Vec<Result<Verdict>> {
         let started = Instant::now();
-        self.analyse_inputs(inputs)
+        let analyses = self.analyse_inputs(inputs);
+        let analysed = started.elapsed();
+        let verdicts = analyses
             .into_iter()
             .zip(inputs)
             .map(|(analysis, input)| self.verdict(input.text(), analysis?, started))
-            .collect()
+            .collect();
+        tracing::debug!(
+            messages = inputs.len(),
+            analyse_ms = analysed.as_secs_f64() * 1e3,
+            verdicts_ms = (started.elapsed() - analysed).as_secs_f64() * 1e3,
+            "checked"
+        );
+        verdicts
     }
 
     fn templated_rejection(failed: &[&Validator], language: Language) -> String {

@@ -277,11 +277,15 @@ impl Worker {
         }
         for (loaded, jobs) in groups {
             let inputs: Vec<GuardInput> = jobs.iter().map(|j| j.input.clone()).collect();
+            let started = Instant::now();
             match catch_unwind(AssertUnwindSafe(|| loaded.guard.check_inputs(&inputs))) {
                 Ok(verdicts) => {
-                    if jobs.len() > 1 {
-                        tracing::debug!(messages = jobs.len(), "scored a batch");
-                    }
+                    // Batch sizes and times under load say whether the model thread is the limit.
+                    tracing::debug!(
+                        messages = jobs.len(),
+                        ms = started.elapsed().as_secs_f64() * 1e3,
+                        "scored a batch"
+                    );
                     for (job, verdict) in jobs.into_iter().zip(verdicts) {
                         job.answer(&loaded, verdict);
                     }
