@@ -13,6 +13,8 @@
 #   scripts/bench-gpu.sh encoder-real             # the real EmbeddingGemma (a bf16 copy in
 #                                                 # AEGIS_ENCODER_DIR) with the shipped heads:
 #                                                 # agreement, verdicts, bench, sentence-transformers
+#   scripts/bench-gpu.sh prompt-path              # the 4B prompt path through the worker, its
+#                                                 # batch log, and BASELINE_BIN's bench beside it
 #
 # Environment:
 #   AEGIS_BIN        the CUDA binary (default target/cuda/release/aegis)
@@ -113,6 +115,34 @@ for a, b in zip(cpu, gpu):
     print(f'| {a["question"][:40]} | {a["case"]} / {b["case"]} | {gap:.4f} |')
 print(f"\n{len(cpu)} messages: verdicts {'the same' if same and len(cpu) == len(gpu) else 'DIFFER'}, largest score difference {worst:.4f}")
 sys.exit(0 if same and len(cpu) == len(gpu) else 1)
+PY
+}
+
+# The worker's batch log (AEGIS_LOG=aegis_runtime=debug,aegis_guard=debug): per batch size, how
+# many batches and their mean times, whole and split (the analysis, of which the encoder's read,
+# against the verdicts): whether the model thread is the limit under load, and where it goes.
+summarise_batches() {
+    "$python" - "$1" <<'PY'
+import re, sys
+from collections import defaultdict
+fields = lambda line: {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
+sizes = defaultdict(lambda: defaultdict(list))
+for line in open(sys.argv[1], errors="replace"):
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+    f = fields(line)
+    if "scored a batch" in line and "ms" in f:
+        sizes[int(f["messages"])]["batch_ms"].append(f["ms"])
+    elif "analyse_ms" in f and "verdicts_ms" in f:
+        for key in ("analyse_ms", "verdicts_ms"):
+            sizes[int(f["messages"])][key].append(f[key])
+    elif "encoder read" in line and "texts" in f:
+        sizes[int(f["texts"])]["encoder_ms"].append(f["ms"])
+print("| messages | batches | batch ms | analyse ms | encoder ms | verdicts ms |")
+print("|---|---|---|---|---|---|")
+mean = lambda v: f"{sum(v) / len(v):.2f}" if v else "—"
+for n in sorted(sizes):
+    s = sizes[n]
+    print(f"| {n} | {len(s['batch_ms'])} | {mean(s['batch_ms'])} | {mean(s['analyse_ms'])} | {mean(s['encoder_ms'])} | {mean(s['verdicts_ms'])} |")
 PY
 }
 
@@ -234,8 +264,33 @@ for step in "${steps[@]}"; do
                 --json "$results/bench-$shape-q4_0.json" | tee "$results/bench-$shape-q4_0.md"
         done
         ;;
+    prompt-path)
+        # The 4B prompt path through the worker (issue 46): the engine's CUDA test of the packed
+        # fast path, then `aegis bench` on the synthetic 4B in bf16 (with transformers beside it),
+        # its batch log summarised; then BASELINE_BIN, another build's binary, on the same card
+        # right after, for the ratio.
+        if [[ -n "$engine_tests" ]]; then
+            "$engine_tests" --test-threads 1 --nocapture devices::cuda::gpu_f32 devices::cuda::gpu_bf16 \
+                devices::cuda::gpu_fast_path 2>&1 | tee "$results/prompt-path-tests.txt" ||
+                echo "bench-gpu: the engine's CUDA tests FAILED" | tee -a "$results/prompt-path-tests.txt"
+        fi
+        model="$(synth 4b bf16)"
+        baseline=()
+        [[ "$python" != none ]] && baseline=(--transformers-python "$python")
+        AEGIS_LOG=aegis_runtime=debug,aegis_guard=debug AEGIS_SCRIPTS="$PWD/scripts" \
+            "$aegis" bench --model "$model" --device "$device" --weights bf16 --runs "${RUNS:-20}" \
+            --seconds "${SECONDS_PER_LEVEL:-8}" "${baseline[@]}" --json "$results/prompt-path.json" \
+            2>"$work/prompt-path.log" | tee "$results/prompt-path.md" || true
+        summarise_batches "$work/prompt-path.log" | tee "$results/prompt-path-batches.txt"
+        if [[ -x "${BASELINE_BIN:-}" ]]; then
+            "$BASELINE_BIN" bench --model "$model" --device "$device" --weights bf16 --runs "${RUNS:-20}" \
+                --seconds "${SECONDS_PER_LEVEL:-8}" --json "$results/prompt-path-baseline.json" \
+                | tee "$results/prompt-path-baseline.md" || true
+        fi
+        command -v nvidia-smi >/dev/null && nvidia-smi | tee "$results/nvidia-smi.txt"
+        ;;
     *)
-        echo "bench-gpu: unknown step $step (agree, bench, real, encoder or encoder-real)" >&2
+        echo "bench-gpu: unknown step $step (agree, bench, real, encoder, encoder-real or prompt-path)" >&2
         exit 2
         ;;
     esac
