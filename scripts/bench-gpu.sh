@@ -15,6 +15,7 @@
 #                                                 # agreement, verdicts, bench, sentence-transformers
 #   scripts/bench-gpu.sh prompt-path              # the 4B prompt path through the worker, its
 #                                                 # batch log, and BASELINE_BIN's bench beside it
+#   scripts/bench-gpu.sh encoder-batches          # the same for the real encoder's heads
 #
 # Environment:
 #   AEGIS_BIN        the CUDA binary (default target/cuda/release/aegis)
@@ -289,8 +290,25 @@ for step in "${steps[@]}"; do
         fi
         command -v nvidia-smi >/dev/null && nvidia-smi | tee "$results/nvidia-smi.txt"
         ;;
+    encoder-batches)
+        # The real encoder's heads through the worker only (AEGIS_ENCODER_DIR, the bf16 copy, as
+        # encoder-real checked it): `aegis bench` with the batch log summarised, then
+        # BASELINE_BIN's bench on the same card right after.
+        encoder_dir="${AEGIS_ENCODER_DIR:?encoder-batches needs AEGIS_ENCODER_DIR, the bf16 copy}"
+        model="$(synth 270m bf16)"
+        AEGIS_LOG=aegis_runtime=debug,aegis_guard=debug \
+            "$aegis" bench --model "$model" --device "$device" --weights bf16 --encoder "$encoder_dir" \
+            --runs "${RUNS:-20}" --seconds "${SECONDS_PER_LEVEL:-8}" --json "$results/encoder-batches.json" \
+            2>"$work/encoder-batches.log" | tee "$results/encoder-batches.md" || true
+        summarise_batches "$work/encoder-batches.log" | tee "$results/encoder-batches-log.txt"
+        if [[ -x "${BASELINE_BIN:-}" ]]; then
+            "$BASELINE_BIN" bench --model "$model" --device "$device" --weights bf16 --encoder "$encoder_dir" \
+                --runs "${RUNS:-20}" --seconds "${SECONDS_PER_LEVEL:-8}" \
+                --json "$results/encoder-batches-baseline.json" | tee "$results/encoder-batches-baseline.md" || true
+        fi
+        ;;
     *)
-        echo "bench-gpu: unknown step $step (agree, bench, real, encoder, encoder-real or prompt-path)" >&2
+        echo "bench-gpu: unknown step $step (agree, bench, real, encoder, encoder-real, prompt-path or encoder-batches)" >&2
         exit 2
         ;;
     esac
