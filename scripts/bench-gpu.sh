@@ -269,8 +269,8 @@ for step in "${steps[@]}"; do
         # The 4B prompt path through the worker (issue 46): the engine's CUDA test of the packed
         # fast path, then `aegis bench` on the synthetic 4B in bf16 (with transformers beside it),
         # its batch log summarised; then BASELINE_BIN, another build's binary, on the same card
-        # right after, for the ratio.
-        if [[ -n "$engine_tests" ]]; then
+        # right after, for the ratio. SKIP_TESTS=1 skips the tests (a second run on the same build).
+        if [[ -n "$engine_tests" && -z "${SKIP_TESTS:-}" ]]; then
             "$engine_tests" --test-threads 1 --nocapture devices::cuda::gpu_f32 devices::cuda::gpu_bf16 \
                 devices::cuda::gpu_fast_path 2>&1 | tee "$results/prompt-path-tests.txt" ||
                 echo "bench-gpu: the engine's CUDA tests FAILED" | tee -a "$results/prompt-path-tests.txt"
@@ -279,12 +279,12 @@ for step in "${steps[@]}"; do
         baseline=()
         [[ "$python" != none ]] && baseline=(--transformers-python "$python")
         AEGIS_LOG=aegis_runtime=debug,aegis_guard=debug AEGIS_SCRIPTS="$PWD/scripts" \
-            "$aegis" bench --model "$model" --device "$device" --weights bf16 --runs "${RUNS:-20}" \
+            "$aegis" bench --model "$model" --device "$device" --weights bf16 --encoder decoder --runs "${RUNS:-20}" \
             --seconds "${SECONDS_PER_LEVEL:-8}" "${baseline[@]}" --json "$results/prompt-path.json" \
             2>"$work/prompt-path.log" | tee "$results/prompt-path.md" || true
         summarise_batches "$work/prompt-path.log" | tee "$results/prompt-path-batches.txt"
         if [[ -x "${BASELINE_BIN:-}" ]]; then
-            "$BASELINE_BIN" bench --model "$model" --device "$device" --weights bf16 --runs "${RUNS:-20}" \
+            "$BASELINE_BIN" bench --model "$model" --device "$device" --weights bf16 --encoder decoder --runs "${RUNS:-20}" \
                 --seconds "${SECONDS_PER_LEVEL:-8}" --json "$results/prompt-path-baseline.json" \
                 | tee "$results/prompt-path-baseline.md" || true
         fi
