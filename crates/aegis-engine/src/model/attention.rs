@@ -3,10 +3,11 @@
 //!
 //! - **Groups**: each group of rows attends to its own keys, one small product per group. Rows
 //!   packed together never pay for each other's keys, which suits the CPU, where work is cost.
-//! - **Padded**: the sequences an encoder reads side by side are laid out in buckets of equal
-//!   width (similar lengths together, padding masked), and each bucket's attention is one batched
-//!   product. On a GPU the cost of a batch is kernel launches, not arithmetic: per layer the
-//!   groups take about ten launches a sequence, the padded layout about fifteen a bucket.
+//! - **Padded**: the sequences an encoder reads side by side, or a packed pass's groups after
+//!   their cached openings, are laid out in buckets of equal width (similar widths together,
+//!   padding masked), and each bucket's attention is one batched product. On a GPU the cost of a
+//!   batch is kernel launches, not arithmetic: per layer the groups take about ten launches a
+//!   sequence, the padded layout about fifteen a bucket.
 
 use candle_core::{DType, Device, Tensor};
 
