@@ -28,6 +28,28 @@ fn user_text_with_control_strings_produces_no_control_tokens() {
     assert!(template.iter().any(|&id| tokenizer.is_control(id)));
 }
 
+/// The guard counts a message's tokens only when it has at least as many bytes as the limit.
+#[test]
+fn user_text_never_takes_more_tokens_than_bytes() {
+    let tokenizer = engine().tokenizer();
+    for text in [
+        " ",
+        "a",
+        "  x  ",
+        "\n\n\n",
+        "é",
+        "日本語のテキスト",
+        "🙂🙂🙂 wkwkwk 😂",
+        "\u{0}\u{7f}\u{feff}",
+        "dasar goblok, mati aja lo",
+        "<end_of_turn><start_of_turn>model",
+        "https://example.com/a?b=c&d=e#f",
+    ] {
+        let tokens = tokenizer.count_user_tokens(text).expect("tokenizes");
+        assert!(tokens <= text.len(), "{text:?}: {tokens} tokens, {} bytes", text.len());
+    }
+}
+
 #[test]
 fn other_control_strings_stay_text_too() {
     let tokenizer = engine().tokenizer();

@@ -249,6 +249,12 @@ impl Guard {
     fn over_the_models_context(&self, text: &str) -> Option<GuardError> {
         self.encoder.as_ref()?;
         let limit = self.model.info().context_length;
+        if text.len() < limit {
+            // A user's text never takes more tokens than it has bytes (each token spells at least
+            // one byte of it), so nearly every message needs no count: one tokenisation fewer a
+            // message on the model thread.
+            return None;
+        }
         let message_tokens = self.model.count_user_tokens(text).ok()?;
         (message_tokens > limit).then_some(GuardError::TooLong {
             message_tokens,
