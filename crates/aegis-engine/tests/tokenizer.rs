@@ -46,7 +46,11 @@ fn user_text_never_takes_more_tokens_than_bytes() {
         "https://example.com/a?b=c&d=e#f",
     ] {
         let tokens = tokenizer.count_user_tokens(text).expect("tokenizes");
-        assert!(tokens <= text.len(), "{text:?}: {tokens} tokens, {} bytes", text.len());
+        assert!(
+            tokens <= text.len(),
+            "{text:?}: {tokens} tokens, {} bytes",
+            text.len()
+        );
     }
 }
 
