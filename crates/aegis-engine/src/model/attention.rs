@@ -117,7 +117,8 @@ pub(super) fn attend_groups(
 /// Rows of one step that attend side by side in buckets of equal width, each bucket's attention
 /// one batched product: an encoder's sequences read from empty caches
 /// ([`PaddedBatch::independent`]), or the attention groups of a packed pass after their cached
-/// contexts ([`PaddedBatch::packed`]). Similar widths share a bucket; padding is masked.
+/// contexts (`Gemma3::packed_layout`, in `packed.rs`). Similar widths share a bucket; padding is
+/// masked.
 pub(super) struct PaddedBatch {
     buckets: Vec<Bucket>,
     /// For each row of the step, its row in the buckets' outputs laid end to end.
