@@ -89,6 +89,11 @@ impl GuardRequest {
     /// The turns to check, each named by its position in `messages`. Bad input is refused here,
     /// before the queue, by the turn at fault.
     fn inputs(&self, limits: &ServerConfig) -> Result<Vec<GuardInput>, ApiError> {
+        // The description forbids the pair on both endpoints that share this body, so /validate,
+        // which writes no answer, refuses it as /chat does rather than ignoring half of it.
+        if self.answer && self.turns == TurnsChecked::All {
+            return Err(answer_checks_the_last_turn_only());
+        }
         let turns = match (&self.question, &self.messages) {
             (Some(question), None) => return Ok(vec![GuardInput::message(question.as_str())]),
             (None, Some(messages)) => messages,
@@ -182,6 +187,13 @@ pub(crate) fn conversation_turns(
         });
     }
     Ok((turns, positions))
+}
+
+fn answer_checks_the_last_turn_only() -> ApiError {
+    ApiError::bad_request(
+        "bad_request",
+        "answer needs a conversation that ends with the user's turn, and checks that turn only",
+    )
 }
 
 pub(crate) fn too_many_turns(message: String) -> ApiError {
@@ -282,11 +294,8 @@ async fn answer(
     let Some(last) = inputs.into_iter().last() else {
         return Err(guard_input_error(GuardError::EmptyText));
     };
-    if last.turn.role != Role::User || request.turns != TurnsChecked::Last {
-        return Err(ApiError::bad_request(
-            "bad_request",
-            "answer needs a conversation that ends with the user's turn, and checks that turn only",
-        ));
+    if last.turn.role != Role::User {
+        return Err(answer_checks_the_last_turn_only());
     }
     let mut turns = last.context.to_vec();
     turns.push(last.turn);

@@ -89,6 +89,12 @@ async fn every_bad_request_gets_a_clear_4xx_in_one_shape() {
         "method_not_allowed",
     );
     expect_error(send(&router, get("/nope")).await, 404, "not_found");
+    // An answer checks the last turn only: the description forbids it with "turns": "all" on
+    // both endpoints that take the body, so /validate, which writes no answer, refuses it too.
+    let answer_all = r#"{"user_id": "u", "answer": true, "turns": "all", "question": "halo"}"#;
+    for path in ["/validate", "/chat"] {
+        expect_error(call(path, answer_all).await, 400, "bad_request");
+    }
 
     // The router is still fine.
     let ok = json!({"user_id": "u", "question": "halo"}).to_string();
