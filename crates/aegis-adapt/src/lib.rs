@@ -9,6 +9,7 @@
 
 mod error;
 mod states;
+mod cross_fit;
 mod top;
 mod train;
 
@@ -19,6 +20,7 @@ use aegis_engine::{
 };
 
 pub use error::{AdaptError, Result};
+pub use cross_fit::{cross_fit, CrossFit};
 pub use states::{cache_folder, TokenStates};
 use states::{cache_path, read_states};
 pub use top::{AdaptedTop, AdapterShape, Products};
@@ -37,6 +39,16 @@ pub enum Progress {
         total: usize,
     },
     Step(StepProgress),
+    /// Cross-fitting: the adapter that holds out `fold` (of `folds`) starts training.
+    Fold {
+        fold: usize,
+        folds: usize,
+    },
+    /// Sentence embeddings read through an adapter for `done` of `total` texts.
+    Embedded {
+        done: usize,
+        total: usize,
+    },
 }
 
 /// Trains an adapter of the encoder in `folder` on `texts` (labels for `validators` validators).
@@ -48,31 +60,50 @@ pub fn adapt(
     options: &TrainingOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<(EncoderAdapter, TrainingReport)> {
-    // The fast path reads the frozen lower layers; the exact one gives the upper layers' weights.
+    let (base_hash, states) = lower_states(folder, texts, shape.first_layer, &mut progress)?;
+    let top = exact_top(folder, &shape, options)?;
+    let report = train(&top, &states, texts, validators, options, |step| {
+        progress(Progress::Step(step.clone()))
+    })?;
+    Ok((top.to_adapter(base_hash)?, report))
+}
+
+/// The encoder's content hash and every text's states below layer `first_layer`, read once on
+/// the fast path (and cached) so that training and embedding run only the adapted layers.
+fn lower_states(
+    folder: &Path,
+    texts: &[TrainingText],
+    first_layer: usize,
+    progress: &mut impl FnMut(Progress),
+) -> Result<(String, Vec<Option<candle_core::Tensor>>)> {
     let fast = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Fast)?;
     let base_hash = fast.info().content_hash.clone();
     let strings: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
-    let cache = cache_path(&base_hash, shape.first_layer, &strings);
+    let cache = cache_path(&base_hash, first_layer, &strings);
     let states = read_states(
         &fast,
         &strings,
-        shape.first_layer,
+        first_layer,
         MAX_TRAINING_TOKENS,
         cache.as_deref(),
         |done, total| progress(Progress::States { done, total }),
     )?;
-    drop(fast);
+    Ok((base_hash, states.states))
+}
+
+/// A trainable top with its updates at their start: the upper layers' weights come from the
+/// encoder's exact (f32) load.
+fn exact_top(
+    folder: &Path,
+    shape: &AdapterShape,
+    options: &TrainingOptions,
+) -> Result<AdaptedTop> {
     let exact = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Exact)?;
-    let top = AdaptedTop::new(
+    AdaptedTop::new(
         &exact,
-        shape,
+        shape.clone(),
         Products::Fast,
         MAX_TRAINING_TOKENS,
         options.seed,
-    )?;
-    drop(exact);
-    let report = train(&top, &states.states, texts, validators, options, |step| {
-        progress(Progress::Step(step.clone()))
-    })?;
-    Ok((top.to_adapter(base_hash)?, report))
+    )
 }

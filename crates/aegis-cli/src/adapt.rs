@@ -64,6 +64,19 @@ pub struct AdaptArgs {
     /// them are kept); 0 trains to the end.
     #[arg(long, default_value_t = TrainingOptions::default().validation_share)]
     pub validation_share: f64,
+    /// Measure instead of writing an adapter: train one adapter per fold of K folds of whole
+    /// sources, and print what heads on it score on sources it never saw, beside the plain
+    /// encoder read the same way (held-out-source ROC AUC by language, the benign budget's
+    /// threshold, and the --score files at it).
+    #[arg(long, value_name = "K")]
+    pub cross_fit: Option<usize>,
+    /// With --cross-fit: labelled files only scored, never trained on (held-back kinds, held-out
+    /// benign messages), reported by kind and language; repeatable.
+    #[arg(long, requires = "cross_fit")]
+    pub score: Vec<PathBuf>,
+    /// With --cross-fit: the share of benign training rows a threshold may flag.
+    #[arg(long, default_value_t = 0.01, requires = "cross_fit")]
+    pub benign_budget: f64,
     /// Progress is also appended here (default: adapt.log in the cache folder, e.g.
     /// ~/.cache/aegis/adapt/).
     #[arg(long)]
@@ -86,7 +99,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
     }
     let messages = aegis_teach::read_messages(&args.data, &[])?;
     let texts: Vec<TrainingText> = messages
-        .into_iter()
+        .iter()
         .map(|m| TrainingText {
             group: m.source_group(),
             labels: args
@@ -94,7 +107,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
                 .iter()
                 .map(|v| m.labels.get(v).copied().flatten())
                 .collect(),
-            text: m.text,
+            text: m.text.clone(),
         })
         .collect();
     let log_path = match &args.log {
@@ -131,6 +144,23 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         eprintln!("{line}");
         let _ = writeln!(log, "{line}");
     };
+    if let Some(folds) = args.cross_fit {
+        let scored = aegis_teach::read_messages(&args.score, &[])?;
+        let run = crate::cross_fit::CrossFitRun {
+            folder: &folder,
+            validators: &args.validators,
+            shape,
+            options,
+            folds,
+            benign_budget: args.benign_budget,
+        };
+        crate::cross_fit::run(&run, &messages, &scored, &mut say)?;
+        say(format!(
+            "cross-fitted in {:.0} s",
+            started.elapsed().as_secs_f64()
+        ));
+        return Ok(ExitStatus::Passed);
+    }
     say(format!(
         "adapting the layers from {} up (rank {}, alpha {}) on {} texts from {} files; log {}",
         shape.first_layer,

@@ -3,6 +3,7 @@
 mod adapt;
 mod bench;
 mod check;
+mod cross_fit;
 mod eval;
 mod history_cmd;
 mod import;

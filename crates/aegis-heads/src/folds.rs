@@ -23,7 +23,7 @@ pub(crate) fn stratified_folds(labels: &[bool], folds: usize) -> Vec<usize> {
 /// so that every fold's training side keeps both classes; the rest, largest first, to the fold
 /// with the fewest rows. Returns the fold of each row and the number of folds, or why the rows
 /// cannot be split by source (fewer than two groups with positives, or with negatives).
-pub(crate) fn source_folds(
+pub fn source_folds(
     labels: &[bool],
     groups: &[&str],
     folds: usize,

@@ -17,6 +17,7 @@ mod weights;
 
 pub use error::{HeadError, Result};
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
+pub use folds::source_folds;
 pub use head::{
     candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
     HEAD_FORMAT,

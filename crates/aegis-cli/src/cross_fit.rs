@@ -1,0 +1,348 @@
+//! `aegis adapt --cross-fit K`: an honest measure of an adaptation before it ships (issue "Read
+//! who says it"). The training rows are dealt into K folds of whole sources, shared by every
+//! validator; the adapter trained without fold k reads fold k, and a head trained on the other
+//! folds' rows (read by the same adapter) scores it. The same is done on the plain encoder, so
+//! the two lines differ only in the adaptation. Thresholds are chosen on those out-of-fold scores
+//! at the benign budget, and `--score` files (never trained on) are read by every fold's adapter
+//! and head, their mean score against that threshold.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use aegis_adapt::{cross_fit, AdapterShape, Progress, TrainingOptions, TrainingText};
+use aegis_guard::LabelledMessage;
+use aegis_heads::{roc_auc, source_folds, Example, TrainOptions};
+use anyhow::{Context, Result};
+
+/// Scores of one way of reading the texts (plain or adapted) for one validator.
+struct ValidatorScores {
+    /// Folds whose training side lacked a class for this validator (their rows unscored).
+    skipped: Vec<usize>,
+    /// Out-of-fold probability of each training row labelled for the validator.
+    out_of_fold: Vec<Option<f64>>,
+    /// Mean over the folds' heads, for every scored row.
+    scored: Vec<Option<f64>>,
+}
+
+pub struct CrossFitRun<'a> {
+    pub folder: &'a Path,
+    pub validators: &'a [String],
+    pub shape: AdapterShape,
+    pub options: TrainingOptions,
+    pub folds: usize,
+    pub benign_budget: f64,
+}
+
+pub fn run(
+    run: &CrossFitRun,
+    trained_on: &[LabelledMessage],
+    scored: &[LabelledMessage],
+    say: &mut dyn FnMut(String),
+) -> Result<()> {
+    let labels_of = |m: &LabelledMessage| -> Vec<Option<bool>> {
+        run.validators.iter().map(|v| m.label(v)).collect()
+    };
+    let mut texts: Vec<TrainingText> = trained_on
+        .iter()
+        .map(|m| TrainingText {
+            text: m.text.clone(),
+            labels: labels_of(m),
+            group: m.source_group(),
+        })
+        .collect();
+    texts.extend(scored.iter().map(|m| TrainingText {
+        text: m.text.clone(),
+        labels: vec![None; run.validators.len()],
+        group: m.source_group(),
+    }));
+    // One split for every validator: an adapter is shared by all four.
+    let any_positive: Vec<bool> = trained_on
+        .iter()
+        .map(|m| labels_of(m).contains(&Some(true)))
+        .collect();
+    let groups: Vec<String> = trained_on.iter().map(|m| m.source_group()).collect();
+    let group_refs: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let (fold_of, folds) = source_folds(&any_positive, &group_refs, run.folds)
+        .map_err(|why| anyhow::anyhow!("the rows cannot be split by source: {why}"))?;
+    let mut text_folds: Vec<Option<usize>> = fold_of.iter().copied().map(Some).collect();
+    text_folds.resize(texts.len(), None);
+    say(format!(
+        "cross-fitting {folds} adapters on {} training rows from {} sources; {} rows scored only",
+        trained_on.len(),
+        groups.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        scored.len()
+    ));
+    let mut fold_started = std::time::Instant::now();
+    let fitted = cross_fit(
+        run.folder,
+        &texts,
+        &text_folds,
+        folds,
+        run.validators.len(),
+        run.shape.clone(),
+        &run.options,
+        |p| match p {
+            Progress::Fold { fold, folds } => {
+                say(format!(
+                    "fold {}/{folds}: training (the last step took {:.0} s)",
+                    fold + 1,
+                    fold_started.elapsed().as_secs_f64()
+                ));
+                fold_started = std::time::Instant::now();
+            }
+            Progress::States { done, total } if done == total => {
+                say(format!("lower-layer states read for {total} texts"))
+            }
+            Progress::Step(step) if step.step == step.steps => say(format!(
+                "trained: {} steps, last loss {:.4}, {:.0} s",
+                step.steps,
+                step.loss,
+                step.elapsed.as_secs_f64()
+            )),
+            _ => {}
+        },
+    )?;
+    for (fold, report) in fitted.reports.iter().enumerate() {
+        say(format!(
+            "fold {}: {} rows trained on, kept step {} of {}, validation losses {:?}",
+            fold + 1,
+            report.texts,
+            report.kept_step,
+            report.steps,
+            report
+                .validation_losses
+                .iter()
+                .map(|(s, l)| format!("{s}: {l:.4}"))
+                .collect::<Vec<_>>()
+        ));
+    }
+    let unread = fitted.plain.iter().filter(|e| e.is_none()).count();
+    say(format!(
+        "{unread} texts over {} tokens are left out of every figure",
+        aegis_adapt::MAX_TRAINING_TOKENS
+    ));
+    for (name, adapted) in [("plain encoder", false), ("adapted", true)] {
+        let embedding = |fold: usize, row: usize| -> Option<&Vec<f32>> {
+            let by = if adapted {
+                &fitted.by_fold[fold]
+            } else {
+                &fitted.plain
+            };
+            by[row].as_ref()
+        };
+        let scores = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..run.validators.len())
+                .map(|v| {
+                    let embedding = &embedding;
+                    let fold_of = &fold_of;
+                    scope.spawn(move || {
+                        score_validator(v, run, trained_on, scored.len(), fold_of, folds, embedding)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a scoring thread panicked"))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        say(format!("\n== {name} =="));
+        report(run, trained_on, scored, &fold_of, &scores, say);
+    }
+    Ok(())
+}
+
+/// Out-of-fold scores of validator `v`'s training rows, and the scored rows' mean over folds.
+fn score_validator<'e>(
+    v: usize,
+    run: &CrossFitRun,
+    trained_on: &[LabelledMessage],
+    scored_rows: usize,
+    fold_of: &[usize],
+    folds: usize,
+    embedding: &(dyn Fn(usize, usize) -> Option<&'e Vec<f32>> + Sync),
+) -> Result<ValidatorScores> {
+    let key = &run.validators[v];
+    let mut out_of_fold = vec![None; trained_on.len()];
+    let mut sums = vec![(0.0, 0usize); scored_rows];
+    let mut skipped = Vec::new();
+    for fold in 0..folds {
+        let examples: Vec<Example> = trained_on
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| fold_of[*i] != fold)
+            .filter_map(|(i, m)| {
+                Some(Example {
+                    features: embedding(fold, i)?.clone(),
+                    label: m.label(key)?,
+                    language: m.language(),
+                    group: m.source_group(),
+                    taught: false,
+                })
+            })
+            .collect();
+        let head = match aegis_heads::train(&examples, &TrainOptions::default()) {
+            Ok(head) => head,
+            // A fold that holds every positive of a validator leaves nothing to learn from: its
+            // rows go unscored for that validator, and the report says so.
+            Err(aegis_heads::HeadError::TooFewExamples { .. }) => {
+                skipped.push(fold);
+                continue;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("{key}: the head without fold {}", fold + 1))
+            }
+        };
+        let probability = |x: &[f32]| {
+            let z: f64 = head
+                .weights
+                .iter()
+                .zip(x)
+                .map(|(w, x)| f64::from(*w) * f64::from(*x))
+                .sum::<f64>()
+                + f64::from(head.bias);
+            1.0 / (1.0 + (-z).exp())
+        };
+        for (i, m) in trained_on.iter().enumerate() {
+            if fold_of[i] == fold && m.label(key).is_some() {
+                out_of_fold[i] = embedding(fold, i).map(|x| probability(x));
+            }
+        }
+        for (s, sum) in sums.iter_mut().enumerate() {
+            if let Some(x) = embedding(fold, trained_on.len() + s) {
+                sum.0 += probability(x);
+                sum.1 += 1;
+            }
+        }
+    }
+    Ok(ValidatorScores {
+        skipped,
+        out_of_fold,
+        scored: sums
+            .into_iter()
+            .map(|(sum, n)| (n > 0).then(|| sum / n as f64))
+            .collect(),
+    })
+}
+
+/// Prints, per validator, the held-out-source ROC AUC by language and the budget's threshold,
+/// then the scored rows by file kind and language.
+fn report(
+    run: &CrossFitRun,
+    trained_on: &[LabelledMessage],
+    scored: &[LabelledMessage],
+    fold_of: &[usize],
+    scores: &[ValidatorScores],
+    say: &mut dyn FnMut(String),
+) {
+    let mut thresholds = Vec::new();
+    for (v, key) in run.validators.iter().enumerate() {
+        let rows: Vec<usize> = (0..trained_on.len())
+            .filter(|&i| scores[v].out_of_fold[i].is_some())
+            .collect();
+        let values: Vec<f64> = rows
+            .iter()
+            .filter_map(|&i| scores[v].out_of_fold[i])
+            .collect();
+        let labels: Vec<bool> = rows
+            .iter()
+            .map(|&i| trained_on[i].label(key) == Some(true))
+            .collect();
+        let benign: Vec<bool> = rows.iter().map(|&i| trained_on[i].is_benign()).collect();
+        let folds: Vec<usize> = rows.iter().map(|&i| fold_of[i]).collect();
+        let choice = aegis_eval::choose_threshold_for_budget(
+            &values,
+            &labels,
+            &benign,
+            run.benign_budget,
+            &folds,
+            3,
+        );
+        let mut by_language = BTreeMap::<String, (Vec<f64>, Vec<bool>)>::new();
+        for (k, &i) in rows.iter().enumerate() {
+            let entry = by_language.entry(trained_on[i].language()).or_default();
+            entry.0.push(values[k]);
+            entry.1.push(labels[k]);
+        }
+        let aucs: Vec<String> = by_language
+            .iter()
+            .map(|(language, (s, l))| {
+                format!("{language} {}", shown(roc_auc(s, l)))
+            })
+            .collect();
+        let threshold = choice.as_ref().map(|c| c.threshold);
+        say(format!(
+            "{key:<17} held-out-source ROC AUC {}; threshold {} at {:.1}% of benign rows, recall {} (nested), benign flagged {} (nested)",
+            aucs.join(", "),
+            shown(threshold),
+            run.benign_budget * 100.0,
+            shown(choice.as_ref().and_then(|c| c.recall)),
+            shown(choice.as_ref().and_then(|c| c.benign_false_positive_rate)),
+        ));
+        if !scores[v].skipped.is_empty() {
+            say(format!(
+                "{key:<17} folds {:?} unscored: their training side holds too few of a class",
+                scores[v].skipped.iter().map(|f| f + 1).collect::<Vec<_>>()
+            ));
+        }
+        thresholds.push(threshold.unwrap_or(0.5));
+    }
+    // Scored rows, by kind (or source) and language.
+    let mut kinds = BTreeMap::<(String, String), Vec<usize>>::new();
+    for (s, m) in scored.iter().enumerate() {
+        let kind = m
+            .kind
+            .clone()
+            .or_else(|| m.source.clone())
+            .unwrap_or_else(|| "-".into());
+        kinds.entry((kind, m.language())).or_default().push(s);
+    }
+    let fails = |s: usize, v: usize| scores[v].scored[s].is_some_and(|p| p >= thresholds[v]);
+    for ((kind, language), rows) in &kinds {
+        let positives: Vec<usize> = (0..run.validators.len())
+            .filter(|&v| rows.iter().any(|&s| scored[s].label(&run.validators[v]) == Some(true)))
+            .collect();
+        let n = rows.len();
+        let line = if positives.is_empty() {
+            let any = rows
+                .iter()
+                .filter(|&&s| (0..run.validators.len()).any(|v| fails(s, v)))
+                .count();
+            let per: Vec<String> = run
+                .validators
+                .iter()
+                .enumerate()
+                .map(|(v, key)| format!("{key} {}", rows.iter().filter(|&&s| fails(s, v)).count()))
+                .collect();
+            format!("flagged by any {any}/{n} ({:.1}%); {}", 100.0 * any as f64 / n as f64, per.join(", "))
+        } else {
+            positives
+                .iter()
+                .map(|&v| {
+                    let key = &run.validators[v];
+                    let labelled: Vec<usize> = rows
+                        .iter()
+                        .copied()
+                        .filter(|&s| scored[s].label(key) == Some(true))
+                        .collect();
+                    let caught = labelled.iter().filter(|&&s| fails(s, v)).count();
+                    let scored_values: Vec<(f64, bool)> = rows
+                        .iter()
+                        .filter_map(|&s| Some((scores[v].scored[s]?, scored[s].label(key)?)))
+                        .collect();
+                    let (values, labels): (Vec<f64>, Vec<bool>) = scored_values.into_iter().unzip();
+                    format!(
+                        "{key} caught {caught}/{} (ROC AUC {})",
+                        labelled.len(),
+                        shown(roc_auc(&values, &labels))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        say(format!("  {kind:<28} {language:<3} {n:>5} rows: {line}"));
+    }
+}
+
+fn shown(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
