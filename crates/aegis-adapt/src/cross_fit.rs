@@ -91,9 +91,7 @@ fn embed(
     options: &TrainingOptions,
     progress: &mut impl FnMut(Progress),
 ) -> Result<Embeddings> {
-    let readable: Vec<usize> = (0..states.len())
-        .filter(|&i| states[i].is_some())
-        .collect();
+    let readable: Vec<usize> = (0..states.len()).filter(|&i| states[i].is_some()).collect();
     let mut out = vec![None; states.len()];
     let mut done = 0;
     for batch in batches(&readable, states, options.batch_tokens) {

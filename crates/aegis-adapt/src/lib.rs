@@ -7,9 +7,9 @@
 //! projection ([`top`]), and every validator's steering head is trained with them ([`train`]).
 //! The result is an [`aegis_engine::EncoderAdapter`] the engine merges into the weights at load.
 
+mod cross_fit;
 mod error;
 mod states;
-mod cross_fit;
 mod top;
 mod train;
 
@@ -19,8 +19,8 @@ use aegis_engine::{
     DeviceChoice, EmbeddingGemma, EncoderAdapter, EncoderArithmetic, SentenceEncoder,
 };
 
-pub use error::{AdaptError, Result};
 pub use cross_fit::{cross_fit, CrossFit};
+pub use error::{AdaptError, Result};
 pub use states::{cache_folder, TokenStates};
 use states::{cache_path, read_states};
 pub use top::{AdaptedTop, AdapterShape, Products};
@@ -93,11 +93,7 @@ fn lower_states(
 
 /// A trainable top with its updates at their start: the upper layers' weights come from the
 /// encoder's exact (f32) load.
-fn exact_top(
-    folder: &Path,
-    shape: &AdapterShape,
-    options: &TrainingOptions,
-) -> Result<AdaptedTop> {
+fn exact_top(folder: &Path, shape: &AdapterShape, options: &TrainingOptions) -> Result<AdaptedTop> {
     let exact = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Exact)?;
     AdaptedTop::new(
         &exact,

@@ -233,7 +233,11 @@ fn held_out_group(group: &str, options: &TrainingOptions) -> bool {
 }
 
 /// Consecutive texts of `order` in groups of about `budget` tokens.
-pub(crate) fn batches(order: &[usize], states: &[Option<Tensor>], budget: usize) -> Vec<Vec<usize>> {
+pub(crate) fn batches(
+    order: &[usize],
+    states: &[Option<Tensor>],
+    budget: usize,
+) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     let mut current = Vec::new();
     let mut tokens = 0;

@@ -1,1 +1,2 @@
 mod adapted_top;
+mod cross_fit;

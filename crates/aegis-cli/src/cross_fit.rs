@@ -69,10 +69,13 @@ pub fn run(
     say(format!(
         "cross-fitting {folds} adapters on {} training rows from {} sources; {} rows scored only",
         trained_on.len(),
-        groups.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        groups
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
         scored.len()
     ));
-    let mut fold_started = std::time::Instant::now();
+    let mut phase_started = std::time::Instant::now();
     let fitted = cross_fit(
         run.folder,
         &texts,
@@ -83,12 +86,11 @@ pub fn run(
         &run.options,
         |p| match p {
             Progress::Fold { fold, folds } => {
+                phase_started = std::time::Instant::now();
                 say(format!(
-                    "fold {}/{folds}: training (the last step took {:.0} s)",
-                    fold + 1,
-                    fold_started.elapsed().as_secs_f64()
+                    "fold {}/{folds}: training an adapter without it",
+                    fold + 1
                 ));
-                fold_started = std::time::Instant::now();
             }
             Progress::States { done, total } if done == total => {
                 say(format!("lower-layer states read for {total} texts"))
@@ -98,6 +100,10 @@ pub fn run(
                 step.steps,
                 step.loss,
                 step.elapsed.as_secs_f64()
+            )),
+            Progress::Embedded { done, total } if done == total => say(format!(
+                "{total} texts read through it, {:.0} s since it started",
+                phase_started.elapsed().as_secs_f64()
             )),
             _ => {}
         },
@@ -265,9 +271,7 @@ fn report(
         }
         let aucs: Vec<String> = by_language
             .iter()
-            .map(|(language, (s, l))| {
-                format!("{language} {}", shown(roc_auc(s, l)))
-            })
+            .map(|(language, (s, l))| format!("{language} {}", shown(roc_auc(s, l))))
             .collect();
         let threshold = choice.as_ref().map(|c| c.threshold);
         say(format!(
@@ -299,7 +303,10 @@ fn report(
     let fails = |s: usize, v: usize| scores[v].scored[s].is_some_and(|p| p >= thresholds[v]);
     for ((kind, language), rows) in &kinds {
         let positives: Vec<usize> = (0..run.validators.len())
-            .filter(|&v| rows.iter().any(|&s| scored[s].label(&run.validators[v]) == Some(true)))
+            .filter(|&v| {
+                rows.iter()
+                    .any(|&s| scored[s].label(&run.validators[v]) == Some(true))
+            })
             .collect();
         let n = rows.len();
         let line = if positives.is_empty() {
@@ -313,7 +320,11 @@ fn report(
                 .enumerate()
                 .map(|(v, key)| format!("{key} {}", rows.iter().filter(|&&s| fails(s, v)).count()))
                 .collect();
-            format!("flagged by any {any}/{n} ({:.1}%); {}", 100.0 * any as f64 / n as f64, per.join(", "))
+            format!(
+                "flagged by any {any}/{n} ({:.1}%); {}",
+                100.0 * any as f64 / n as f64,
+                per.join(", ")
+            )
         } else {
             positives
                 .iter()

@@ -77,3 +77,100 @@ fn adapting_twice_gives_the_same_adapter_and_the_heads_of_the_plain_encoder_are_
     assert!(err.contains("trained for encoder"), "{err}");
     assert!(stdout(&adapted).contains("prompt"), "{}", stdout(&adapted));
 }
+
+/// Rows of `sources` sources, each with three insults and three everyday messages of its own.
+fn labelled_rows(sources: usize) -> String {
+    let insults = [
+        "you useless idiot",
+        "shut up, you pathetic clown",
+        "nobody wants you here, loser",
+    ];
+    let everyday = [
+        "the train leaves at nine",
+        "thanks for the slides",
+        "see you at lunch",
+    ];
+    let mut rows = String::new();
+    for source in 0..sources {
+        for (texts, toxic) in [(insults, true), (everyday, false)] {
+            for text in texts {
+                let row = serde_json::json!({
+                    "text": format!("{text}, message {source}"),
+                    "lang": "en",
+                    "labels": {"toxic": toxic},
+                    "source": format!("source-{source}"),
+                });
+                rows.push_str(&format!("{row}\n"));
+            }
+        }
+    }
+    rows
+}
+
+#[test]
+fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_and_writes_nothing()
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("rows.jsonl");
+    std::fs::write(&data, labelled_rows(6)).expect("data");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
+    let scored = repo_root().join("prompt_guard/heads/kinds-holdout.jsonl");
+    let out = aegis_command(&[
+        "adapt",
+        "--data",
+        data.to_str().expect("path"),
+        "--validators",
+        "toxic",
+        "--prompts",
+        prompts.to_str().expect("path"),
+        "--rank",
+        "2",
+        "--epochs",
+        "1",
+        "--batch-tokens",
+        "128",
+        "--cross-fit",
+        "2",
+        "--score",
+        scored.to_str().expect("path"),
+        "--log",
+        dir.path().join("adapt.log").to_str().expect("path"),
+    ])
+    .env("AEGIS_ADAPT_CACHE", dir.path().join("cache"))
+    .output()
+    .expect("runs");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "cross-fitting 2 adapters on 36 training rows from 6 sources; 70 rows scored only"
+        ),
+        "{err}"
+    );
+    for line in ["== plain encoder ==", "== adapted =="] {
+        let section = err
+            .split(line)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{line} missing: {err}"));
+        assert!(
+            section.contains("toxic             held-out-source ROC AUC en "),
+            "{section}"
+        );
+        assert!(
+            section.contains("polite-contempt              en     10 rows: toxic caught "),
+            "{section}"
+        );
+        assert!(
+            section.contains("report-quoted                id     10 rows: flagged by any "),
+            "{section}"
+        );
+    }
+    // A measurement only: no adapter is written or applied.
+    assert_eq!(
+        std::fs::read_dir(prompts.join("heads"))
+            .expect("heads")
+            .count(),
+        0
+    );
+}
