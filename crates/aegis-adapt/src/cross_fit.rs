@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use candle_core::{DType, Tensor};
+use candle_core::Tensor;
 
 use crate::error::{AdaptError, Result};
 use crate::top::{AdaptedTop, AdapterShape};
-use crate::train::{batches, train, TrainingOptions, TrainingReport, TrainingText};
+use crate::train::{batches, joined_states, train, TrainingOptions, TrainingReport, TrainingText};
 use crate::{exact_top, lower_states, Progress};
 
 /// One sentence embedding per text; `None` where the text is longer than training reads.
@@ -95,12 +95,7 @@ fn embed(
     let mut out = vec![None; states.len()];
     let mut done = 0;
     for batch in batches(&readable, states, options.batch_tokens) {
-        let parts: Vec<&Tensor> = batch.iter().filter_map(|&i| states[i].as_ref()).collect();
-        let lengths: Vec<usize> = parts
-            .iter()
-            .map(|s| s.dim(0))
-            .collect::<candle_core::Result<_>>()?;
-        let input = Tensor::cat(&parts, 0)?.to_dtype(DType::F32)?;
+        let (input, lengths) = joined_states(&batch, states)?;
         // Read without the autograd graph: the result is detached before it is kept.
         let rows: Vec<Vec<f32>> = top.forward(&input, &lengths)?.detach().to_vec2()?;
         for (&i, row) in batch.iter().zip(rows) {

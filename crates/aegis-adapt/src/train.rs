@@ -133,12 +133,7 @@ pub fn train(
     let mut validation_losses = Vec::new();
     let mut best: Option<(f64, usize, Vec<Tensor>)> = None;
     let forward_loss = |batch: &[usize]| -> Result<Tensor> {
-        let parts: Vec<&Tensor> = batch.iter().filter_map(|&i| states[i].as_ref()).collect();
-        let lengths: Vec<usize> = parts
-            .iter()
-            .map(|s| s.dim(0))
-            .collect::<candle_core::Result<_>>()?;
-        let input = Tensor::cat(&parts, 0)?.to_dtype(DType::F32)?;
+        let (input, lengths) = joined_states(batch, states)?;
         let embedding = top.forward(&input, &lengths)?;
         let logits = (embedding * EMBEDDING_GAIN)?
             .matmul(head.as_tensor())?
@@ -230,6 +225,19 @@ fn held_out_group(group: &str, options: &TrainingOptions) -> bool {
         value = SplitMix64::new(value ^ u64::from(byte)).next_u64();
     }
     (value % 10_000) as f64 / 10_000.0 < options.validation_share
+}
+
+/// The states of `batch`'s texts end to end in f32, and each text's length: the top's input.
+pub(crate) fn joined_states(
+    batch: &[usize],
+    states: &[Option<Tensor>],
+) -> Result<(Tensor, Vec<usize>)> {
+    let parts: Vec<&Tensor> = batch.iter().filter_map(|&i| states[i].as_ref()).collect();
+    let lengths: Vec<usize> = parts
+        .iter()
+        .map(|s| s.dim(0))
+        .collect::<candle_core::Result<_>>()?;
+    Ok((Tensor::cat(&parts, 0)?.to_dtype(DType::F32)?, lengths))
 }
 
 /// Consecutive texts of `order` in groups of about `budget` tokens.

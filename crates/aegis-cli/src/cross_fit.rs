@@ -198,24 +198,16 @@ fn score_validator<'e>(
                 return Err(e).with_context(|| format!("{key}: the head without fold {}", fold + 1))
             }
         };
-        let probability = |x: &[f32]| {
-            let z: f64 = head
-                .weights
-                .iter()
-                .zip(x)
-                .map(|(w, x)| f64::from(*w) * f64::from(*x))
-                .sum::<f64>()
-                + f64::from(head.bias);
-            1.0 / (1.0 + (-z).exp())
-        };
         for (i, m) in trained_on.iter().enumerate() {
             if fold_of[i] == fold && m.label(key).is_some() {
-                out_of_fold[i] = embedding(fold, i).map(|x| probability(x));
+                out_of_fold[i] = embedding(fold, i)
+                    .map(|x| head.probability(x))
+                    .transpose()?;
             }
         }
         for (s, sum) in sums.iter_mut().enumerate() {
             if let Some(x) = embedding(fold, trained_on.len() + s) {
-                sum.0 += probability(x);
+                sum.0 += head.probability(x)?;
                 sum.1 += 1;
             }
         }

@@ -242,21 +242,25 @@ impl Head {
 
     /// Calibrated probability that the features show a violation.
     pub fn probability(&self, features: &[f32]) -> Result<f32> {
-        if features.len() != self.weights.len() {
-            return Err(HeadError::FeatureWidth {
-                expected: self.weights.len(),
-                got: features.len(),
-            });
-        }
-        let z: f64 = self
-            .weights
-            .iter()
-            .zip(features)
-            .map(|(w, x)| f64::from(*w) * f64::from(*x))
-            .sum::<f64>()
-            + f64::from(self.bias);
-        Ok(sigmoid(z) as f32)
+        Ok(linear_probability(&self.weights, self.bias, features)? as f32)
     }
+}
+
+/// `sigmoid(weights · features + bias)`, the map a head's training folds everything into.
+pub(crate) fn linear_probability(weights: &[f32], bias: f32, features: &[f32]) -> Result<f64> {
+    if features.len() != weights.len() {
+        return Err(HeadError::FeatureWidth {
+            expected: weights.len(),
+            got: features.len(),
+        });
+    }
+    let z: f64 = weights
+        .iter()
+        .zip(features)
+        .map(|(w, x)| f64::from(*w) * f64::from(*x))
+        .sum::<f64>()
+        + f64::from(bias);
+    Ok(sigmoid(z))
 }
 
 pub(crate) fn sigmoid(z: f64) -> f64 {

@@ -11,7 +11,7 @@ use ndarray::{Array1, Array2, Axis};
 
 use crate::error::{HeadError, Result};
 use crate::folds::{source_folds, stratified_folds};
-use crate::head::{sigmoid, CvMetrics, Validation};
+use crate::head::{linear_probability, sigmoid, CvMetrics, Validation};
 use crate::metrics::{binary_metrics, roc_auc};
 use crate::solver::{fit_logistic, Design};
 use crate::weights::row_weights;
@@ -77,6 +77,14 @@ pub struct Trained {
     pub fold_of: Vec<usize>,
     /// Random stratified folds at the chosen strength, beside a by-source `cv`.
     pub random_folds: Option<FoldReport>,
+}
+
+impl Trained {
+    /// Calibrated probability that `features` show a violation, as the head written from this
+    /// training scores it.
+    pub fn probability(&self, features: &[f32]) -> Result<f64> {
+        linear_probability(&self.weights, self.bias, features)
+    }
 }
 
 /// Standardisation plus a linear decision function on the standardised features.
