@@ -145,7 +145,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         let _ = writeln!(log, "{line}");
     };
     if let Some(folds) = args.cross_fit {
-        let scored = aegis_teach::read_messages(&args.score, &[])?;
+        let scored = crate::cross_fit::ScoredFiles::read(&args.score)?;
         let run = crate::cross_fit::CrossFitRun {
             folder: &folder,
             validators: &args.validators,

@@ -7,7 +7,7 @@
 //! and head, their mean score against that threshold.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use aegis_adapt::{cross_fit, AdapterShape, Progress, TrainingOptions, TrainingText};
 use aegis_guard::LabelledMessage;
@@ -24,6 +24,30 @@ struct ValidatorScores {
     scored: Vec<Option<f64>>,
 }
 
+/// The rows only scored, and the file each came from.
+pub struct ScoredFiles {
+    names: Vec<String>,
+    rows: Vec<LabelledMessage>,
+    file_of: Vec<usize>,
+}
+
+impl ScoredFiles {
+    pub fn read(paths: &[PathBuf]) -> Result<Self> {
+        let mut scored = Self {
+            names: Vec::new(),
+            rows: Vec::new(),
+            file_of: Vec::new(),
+        };
+        for (file, path) in paths.iter().enumerate() {
+            let rows = aegis_teach::read_messages(std::slice::from_ref(path), &[])?;
+            scored.file_of.extend(std::iter::repeat_n(file, rows.len()));
+            scored.rows.extend(rows);
+            scored.names.push(path.display().to_string());
+        }
+        Ok(scored)
+    }
+}
+
 pub struct CrossFitRun<'a> {
     pub folder: &'a Path,
     pub validators: &'a [String],
@@ -36,9 +60,10 @@ pub struct CrossFitRun<'a> {
 pub fn run(
     run: &CrossFitRun,
     trained_on: &[LabelledMessage],
-    scored: &[LabelledMessage],
+    scored_files: &ScoredFiles,
     say: &mut dyn FnMut(String),
 ) -> Result<()> {
+    let scored = &scored_files.rows;
     let labels_of = |m: &LabelledMessage| -> Vec<Option<bool>> {
         run.validators.iter().map(|v| m.label(v)).collect()
     };
@@ -76,6 +101,7 @@ pub fn run(
         scored.len()
     ));
     let mut phase_started = std::time::Instant::now();
+    let mut last_said = std::time::Instant::now();
     let fitted = cross_fit(
         run.folder,
         &texts,
@@ -101,6 +127,17 @@ pub fn run(
                 step.loss,
                 step.elapsed.as_secs_f64()
             )),
+            Progress::Step(step) if last_said.elapsed().as_secs() >= 30 => {
+                last_said = std::time::Instant::now();
+                say(format!(
+                    "epoch {} step {}/{}: loss {:.4}, {:.0} s",
+                    step.epoch,
+                    step.step,
+                    step.steps,
+                    step.loss,
+                    step.elapsed.as_secs_f64()
+                ));
+            }
             Progress::Embedded { done, total } if done == total => say(format!(
                 "{total} texts read through it, {:.0} s since it started",
                 phase_started.elapsed().as_secs_f64()
@@ -152,7 +189,7 @@ pub fn run(
                 .collect::<Result<Vec<_>>>()
         })?;
         say(format!("\n== {name} =="));
-        report(run, trained_on, scored, &fold_of, &scores, say);
+        report(run, trained_on, scored_files, &fold_of, &scores, say);
     }
     Ok(())
 }
@@ -227,11 +264,12 @@ fn score_validator<'e>(
 fn report(
     run: &CrossFitRun,
     trained_on: &[LabelledMessage],
-    scored: &[LabelledMessage],
+    scored_files: &ScoredFiles,
     fold_of: &[usize],
     scores: &[ValidatorScores],
     say: &mut dyn FnMut(String),
 ) {
+    let scored = &scored_files.rows;
     let mut thresholds = Vec::new();
     for (v, key) in run.validators.iter().enumerate() {
         let rows: Vec<usize> = (0..trained_on.len())
@@ -282,6 +320,22 @@ fn report(
         }
         thresholds.push(threshold.unwrap_or(0.5));
     }
+    let fails = |s: usize, v: usize| scores[v].scored[s].is_some_and(|p| p >= thresholds[v]);
+    let fails_any = |s: usize| (0..run.validators.len()).any(|v| fails(s, v));
+    // Each scored file's benign rows, the budget's figure on text no fold trained on.
+    for (file, name) in scored_files.names.iter().enumerate() {
+        let benign: Vec<usize> = (0..scored.len())
+            .filter(|&s| scored_files.file_of[s] == file && scored[s].is_benign())
+            .collect();
+        if !benign.is_empty() {
+            let flagged = benign.iter().filter(|&&s| fails_any(s)).count();
+            say(format!(
+                "{name}: benign rows flagged by any validator {flagged}/{} ({:.1}%)",
+                benign.len(),
+                100.0 * flagged as f64 / benign.len() as f64
+            ));
+        }
+    }
     // Scored rows, by kind (or source) and language.
     let mut kinds = BTreeMap::<(String, String), Vec<usize>>::new();
     for (s, m) in scored.iter().enumerate() {
@@ -292,7 +346,6 @@ fn report(
             .unwrap_or_else(|| "-".into());
         kinds.entry((kind, m.language())).or_default().push(s);
     }
-    let fails = |s: usize, v: usize| scores[v].scored[s].is_some_and(|p| p >= thresholds[v]);
     for ((kind, language), rows) in &kinds {
         let positives: Vec<usize> = (0..run.validators.len())
             .filter(|&v| {
@@ -302,10 +355,7 @@ fn report(
             .collect();
         let n = rows.len();
         let line = if positives.is_empty() {
-            let any = rows
-                .iter()
-                .filter(|&&s| (0..run.validators.len()).any(|v| fails(s, v)))
-                .count();
+            let any = rows.iter().filter(|&&s| fails_any(s)).count();
             let per: Vec<String> = run
                 .validators
                 .iter()
