@@ -158,6 +158,10 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
             "{section}"
         );
         assert!(
+            section.contains("kinds-holdout.jsonl: benign rows flagged by any validator "),
+            "{section}"
+        );
+        assert!(
             section.contains("polite-contempt              en     10 rows: toxic caught "),
             "{section}"
         );
