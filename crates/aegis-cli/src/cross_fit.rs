@@ -64,6 +64,17 @@ pub fn run(
     say: &mut dyn FnMut(String),
 ) -> Result<()> {
     let scored = &scored_files.rows;
+    let training_texts: std::collections::HashSet<&str> =
+        trained_on.iter().map(|m| m.text.as_str()).collect();
+    let also_trained = scored
+        .iter()
+        .filter(|m| training_texts.contains(m.text.as_str()))
+        .count();
+    if also_trained > 0 {
+        say(format!(
+            "warning: {also_trained} scored rows are also training rows: their figures are not held out"
+        ));
+    }
     let labels_of = |m: &LabelledMessage| -> Vec<Option<bool>> {
         run.validators.iter().map(|v| m.label(v)).collect()
     };
