@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use aegis_engine::testing::FakeModel;
 use aegis_engine::{Encoding, LanguageModel, ModelInfo, Prompt, Result, Scores, Segment};
 use aegis_guard::{Guard, Validator};
-use aegis_runtime::Worker;
+use aegis_runtime::{closed_loop, Worker};
 
 const BATCH_COST: Duration = Duration::from_micros(6_500);
 const MESSAGE_COST: Duration = Duration::from_micros(230);
@@ -85,33 +85,19 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     println!("| clients | verdicts/s | batches by size |");
     println!("|---|---|---|");
     for clients in [1usize, 8, 32, 128] {
-        let (verdicts, elapsed) = runtime.block_on(async {
+        let run = runtime.block_on(async {
             worker.settled().await;
             if let Ok(mut batches) = model.batches.lock() {
                 batches.clear();
             }
-            let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-            let started = Instant::now();
-            let tasks: Vec<_> = (0..clients)
-                .map(|client| {
-                    let worker = worker.clone();
-                    tokio::spawn(async move {
-                        let mut done = 0usize;
-                        while Instant::now() < deadline {
-                            let text = format!("halo kak, pesanan saya ({client}-{done})");
-                            if worker.check(text).await.is_ok() {
-                                done += 1;
-                            }
-                        }
-                        done
-                    })
-                })
-                .collect();
-            let mut verdicts = 0;
-            for task in tasks {
-                verdicts += task.await.unwrap_or(0);
-            }
-            (verdicts, started.elapsed().as_secs_f64())
+            let text = |client: usize, k: usize| format!("halo kak, pesanan saya ({client}-{k})");
+            closed_loop(
+                &worker,
+                clients,
+                Duration::from_secs_f64(seconds),
+                Arc::new(text),
+            )
+            .await
         });
         let batches = model.batches.lock().map(|b| b.clone()).unwrap_or_default();
         let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
@@ -121,7 +107,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let sizes: Vec<String> = sizes.iter().map(|(s, n)| format!("{s}×{n}")).collect();
         println!(
             "| {clients} | {:.0} | {} |",
-            verdicts as f64 / elapsed,
+            run.verdicts_per_second(),
             sizes.join(" ")
         );
     }

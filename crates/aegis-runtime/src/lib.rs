@@ -4,6 +4,7 @@
 mod answer_gate;
 mod bootstrap;
 mod guarded_stream;
+mod load;
 mod record;
 mod worker;
 
@@ -12,6 +13,7 @@ pub use bootstrap::{
     BuiltGuard, GuardSetup, HeadsRead, ModelSource, SetupError, DEFAULT_HEADS_READ,
 };
 pub use guarded_stream::{guard_stream, Step, StreamCheck, StreamContext};
+pub use load::{closed_loop, LoadRun};
 pub use record::{check_and_record, Recorded, Submitter};
 
 pub use worker::{Checked, LoadedGuard, ModelStatus, Worker, WorkerError};

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use aegis_engine::{ComputePlan, GemmaEngine, LanguageModel, Prompt, WeightFiles};
 use aegis_guard::{encoding_prompt, layers_read, Guard, Language, RejectionMode, Validator};
-use aegis_runtime::Worker;
+use aegis_runtime::{closed_loop, Worker};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
@@ -383,37 +383,27 @@ fn concurrency_levels(guard: Guard, seconds: f64) -> Result<Value> {
         .collect();
     let mut levels = Vec::new();
     for clients in [1usize, 8, 32, 128] {
-        let (verdicts, elapsed) = runtime.block_on(async {
+        let run = runtime.block_on(async {
             worker.settled().await;
-            let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-            let started = Instant::now();
-            let tasks: Vec<_> = (0..clients)
-                .map(|client| {
-                    let worker = worker.clone();
-                    let texts = short.clone();
-                    tokio::spawn(async move {
-                        let mut done = 0usize;
-                        let mut i = client;
-                        while Instant::now() < deadline {
-                            // Distinct per client and request, so no two share a whole prompt.
-                            let text = format!("{} ({client}-{i})", texts[i % texts.len()]);
-                            if worker.check(text).await.is_ok() {
-                                done += 1;
-                            }
-                            i += clients;
-                        }
-                        done
-                    })
-                })
-                .collect();
-            let mut verdicts = 0;
-            for task in tasks {
-                verdicts += task.await.unwrap_or(0);
-            }
-            (verdicts, started.elapsed().as_secs_f64())
+            let texts = short.clone();
+            // Distinct per client and request, so no two share a whole prompt.
+            let text = move |client: usize, k: usize| {
+                let i = client + k * clients;
+                format!("{} ({client}-{i})", texts[i % texts.len()])
+            };
+            closed_loop(
+                &worker,
+                clients,
+                Duration::from_secs_f64(seconds),
+                Arc::new(text),
+            )
+            .await
         });
-        eprintln!("concurrency {clients}: {verdicts} verdicts in {elapsed:.1} s");
-        levels.push(json!({"clients": clients, "verdicts_per_s": verdicts as f64 / elapsed}));
+        eprintln!(
+            "concurrency {clients}: {} verdicts in {:.1} s",
+            run.verdicts, run.seconds
+        );
+        levels.push(json!({"clients": clients, "verdicts_per_s": run.verdicts_per_second()}));
     }
     Ok(Value::Array(levels))
 }
