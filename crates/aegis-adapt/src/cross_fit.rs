@@ -96,7 +96,7 @@ fn embed(
     let mut done = 0;
     for batch in batches(&readable, states, options.batch_tokens) {
         let (input, lengths) = joined_states(&batch, states)?;
-        // Read without the autograd graph: the result is detached before it is kept.
+        // Only the values are kept: the graph the forward pass records goes with the tensor.
         let rows: Vec<Vec<f32>> = top.forward(&input, &lengths)?.detach().to_vec2()?;
         for (&i, row) in batch.iter().zip(rows) {
             out[i] = Some(row);
