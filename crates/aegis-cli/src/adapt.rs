@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use aegis_adapt::{adapt, AdapterShape, Progress, TrainingOptions, TrainingText};
 use aegis_engine::{default_encoder_dir, Projection};
+use aegis_guard::LabelledMessage;
 use aegis_teach::AdapterRecord;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
@@ -100,15 +101,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
     let messages = aegis_teach::read_messages(&args.data, &[])?;
     let texts: Vec<TrainingText> = messages
         .iter()
-        .map(|m| TrainingText {
-            group: m.source_group(),
-            labels: args
-                .validators
-                .iter()
-                .map(|v| m.labels.get(v).copied().flatten())
-                .collect(),
-            text: m.text.clone(),
-        })
+        .map(|m| training_text(m, &args.validators))
         .collect();
     let log_path = match &args.log {
         Some(path) => path.clone(),
@@ -263,6 +256,16 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         started.elapsed().as_secs_f64()
     ));
     Ok(ExitStatus::Passed)
+}
+
+/// A labelled row as training reads it: its labels for `validators`, in order, and its source
+/// group.
+pub(crate) fn training_text(message: &LabelledMessage, validators: &[String]) -> TrainingText {
+    TrainingText {
+        text: message.text.clone(),
+        labels: validators.iter().map(|v| message.label(v)).collect(),
+        group: message.source_group(),
+    }
 }
 
 /// Hash of the texts and labels trained on, in order: two adapters with the same data hash and

@@ -14,6 +14,8 @@ use aegis_guard::LabelledMessage;
 use aegis_heads::{roc_auc, source_folds, Example, TrainOptions};
 use anyhow::{Context, Result};
 
+use crate::adapt::training_text;
+
 /// Scores of one way of reading the texts (plain or adapted) for one validator.
 struct ValidatorScores {
     /// Folds whose training side lacked a class for this validator (their rows unscored).
@@ -75,28 +77,21 @@ pub fn run(
             "warning: {also_trained} scored rows are also training rows: their figures are not held out"
         ));
     }
-    let labels_of = |m: &LabelledMessage| -> Vec<Option<bool>> {
-        run.validators.iter().map(|v| m.label(v)).collect()
-    };
     let mut texts: Vec<TrainingText> = trained_on
         .iter()
-        .map(|m| TrainingText {
-            text: m.text.clone(),
-            labels: labels_of(m),
-            group: m.source_group(),
-        })
+        .map(|m| training_text(m, run.validators))
         .collect();
-    texts.extend(scored.iter().map(|m| TrainingText {
-        text: m.text.clone(),
-        labels: vec![None; run.validators.len()],
-        group: m.source_group(),
-    }));
     // One split for every validator: an adapter is shared by all four.
-    let any_positive: Vec<bool> = trained_on
+    let any_positive: Vec<bool> = texts
         .iter()
-        .map(|m| labels_of(m).contains(&Some(true)))
+        .map(|t| t.labels.contains(&Some(true)))
         .collect();
-    let groups: Vec<String> = trained_on.iter().map(|m| m.source_group()).collect();
+    let groups: Vec<String> = texts.iter().map(|t| t.group.clone()).collect();
+    // Scored rows teach nothing: no label reaches an adapter.
+    texts.extend(scored.iter().map(|m| TrainingText {
+        labels: vec![None; run.validators.len()],
+        ..training_text(m, run.validators)
+    }));
     let group_refs: Vec<&str> = groups.iter().map(String::as_str).collect();
     let (fold_of, folds) = source_folds(&any_positive, &group_refs, run.folds)
         .map_err(|why| anyhow::anyhow!("the rows cannot be split by source: {why}"))?;
