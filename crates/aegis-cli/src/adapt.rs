@@ -10,11 +10,11 @@ use std::time::Instant;
 
 use aegis_adapt::{adapt, AdapterShape, Progress, TrainingOptions, TrainingText};
 use aegis_engine::{default_encoder_dir, Projection};
-use aegis_guard::LabelledMessage;
 use aegis_teach::AdapterRecord;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::cross_fit::training_text;
 use crate::history_cmd::with_store;
 use crate::history_cmd::DbArgs;
 use crate::ExitStatus;
@@ -256,16 +256,6 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         started.elapsed().as_secs_f64()
     ));
     Ok(ExitStatus::Passed)
-}
-
-/// A labelled row as training reads it: its labels for `validators`, in order, and its source
-/// group.
-pub(crate) fn training_text(message: &LabelledMessage, validators: &[String]) -> TrainingText {
-    TrainingText {
-        text: message.text.clone(),
-        labels: validators.iter().map(|v| message.label(v)).collect(),
-        group: message.source_group(),
-    }
 }
 
 /// Hash of the texts and labels trained on, in order: two adapters with the same data hash and

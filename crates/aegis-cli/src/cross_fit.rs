@@ -14,8 +14,6 @@ use aegis_guard::LabelledMessage;
 use aegis_heads::{roc_auc, source_folds, Example, TrainOptions};
 use anyhow::{Context, Result};
 
-use crate::adapt::training_text;
-
 /// Scores of one way of reading the texts (plain or adapted) for one validator.
 struct ValidatorScores {
     /// Folds whose training side lacked a class for this validator (their rows unscored).
@@ -404,4 +402,14 @@ fn report(
 
 fn shown(value: Option<f64>) -> String {
     value.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+/// A labelled row as training reads it: its labels for `validators`, in order, and its source
+/// group.
+pub(crate) fn training_text(message: &LabelledMessage, validators: &[String]) -> TrainingText {
+    TrainingText {
+        text: message.text.clone(),
+        labels: validators.iter().map(|v| message.label(v)).collect(),
+        group: message.source_group(),
+    }
 }
