@@ -9,6 +9,7 @@
 
 mod cross_fit;
 mod error;
+mod out_of_fold;
 mod states;
 mod top;
 mod train;
@@ -19,8 +20,9 @@ use aegis_engine::{
     DeviceChoice, EmbeddingGemma, EncoderAdapter, EncoderArithmetic, SentenceEncoder,
 };
 
-pub use cross_fit::{cross_fit, CrossFit};
+pub use cross_fit::{cross_fit, CrossFit, Embeddings};
 pub use error::{AdaptError, Result};
+pub use out_of_fold::OutOfFold;
 pub use states::{cache_folder, TokenStates};
 use states::{cache_path, read_states};
 pub use top::{AdaptedTop, AdapterShape, Products};

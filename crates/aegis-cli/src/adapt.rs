@@ -78,6 +78,11 @@ pub struct AdaptArgs {
     /// With --cross-fit: the share of benign training rows a threshold may flag.
     #[arg(long, default_value_t = 0.01, requires = "cross_fit")]
     pub benign_budget: f64,
+    /// With --cross-fit: write each training row's embedding through the adapter that never saw
+    /// its source here, for `aegis train --out-of-fold` to train the heads of an adapter trained
+    /// with the same settings on the same data.
+    #[arg(long, value_name = "FILE", requires = "cross_fit")]
+    pub out_of_fold: Option<PathBuf>,
     /// Progress is also appended here (default: adapt.log in the cache folder, e.g.
     /// ~/.cache/aegis/adapt/).
     #[arg(long)]
@@ -146,6 +151,10 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
             options,
             folds,
             benign_budget: args.benign_budget,
+            out_of_fold: args
+                .out_of_fold
+                .as_deref()
+                .map(|path| (path, settings(&args, &texts).to_string())),
         };
         crate::cross_fit::run(&run, &messages, &scored, &mut say)?;
         say(format!(
@@ -205,22 +214,15 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         None => {
             let record = AdapterRecord {
                 data_sha256: data_sha256(&texts),
-                metrics: serde_json::json!({
-                    "first_layer": args.first_layer,
-                    "rank": args.rank,
-                    "alpha": args.alpha,
-                    "projections": args.projections,
-                    "epochs": args.epochs,
-                    "learning_rate": args.learning_rate,
-                    "batch_tokens": args.batch_tokens,
-                    "seed": args.seed,
-                    "texts": report.texts,
-                    "validation_share": args.validation_share,
-                    "validation_losses": report.validation_losses,
-                    "kept_step": report.kept_step,
-                    "epoch_losses": report.epoch_losses,
-                    "seconds": report.elapsed.as_secs(),
-                })
+                metrics: {
+                    let mut metrics = settings(&args, &texts);
+                    metrics["texts"] = report.texts.into();
+                    metrics["validation_losses"] = serde_json::json!(report.validation_losses);
+                    metrics["kept_step"] = report.kept_step.into();
+                    metrics["epoch_losses"] = serde_json::json!(report.epoch_losses);
+                    metrics["seconds"] = report.elapsed.as_secs().into();
+                    metrics
+                }
                 .to_string(),
                 note: format!("aegis adapt on {} files", args.data.len()),
             };
@@ -256,6 +258,22 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
         started.elapsed().as_secs_f64()
     ));
     Ok(ExitStatus::Passed)
+}
+
+/// What decides the adapter's bytes: its shape, the training settings and the data's hash.
+fn settings(args: &AdaptArgs, texts: &[TrainingText]) -> serde_json::Value {
+    serde_json::json!({
+        "first_layer": args.first_layer,
+        "rank": args.rank,
+        "alpha": args.alpha,
+        "projections": args.projections,
+        "epochs": args.epochs,
+        "learning_rate": args.learning_rate,
+        "batch_tokens": args.batch_tokens,
+        "seed": args.seed,
+        "validation_share": args.validation_share,
+        "data_sha256": data_sha256(texts),
+    })
 }
 
 /// Hash of the texts and labels trained on, in order: two adapters with the same data hash and

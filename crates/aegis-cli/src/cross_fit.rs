@@ -55,6 +55,9 @@ pub struct CrossFitRun<'a> {
     pub options: TrainingOptions,
     pub folds: usize,
     pub benign_budget: f64,
+    /// Where to write each training row's out-of-fold embedding, and the run's settings to record
+    /// with them.
+    pub out_of_fold: Option<(&'a Path, String)>,
 }
 
 pub fn run(
@@ -161,6 +164,14 @@ pub fn run(
                 .iter()
                 .map(|(s, l)| format!("{s}: {l:.4}"))
                 .collect::<Vec<_>>()
+        ));
+    }
+    if let Some((path, settings)) = &run.out_of_fold {
+        let written = write_out_of_fold(path, settings, trained_on, &fold_of, &fitted.by_fold)?;
+        say(format!(
+            "wrote {written} training rows' out-of-fold embeddings to {}: train the heads on them \
+             beside the adapter trained with the same settings (aegis train --out-of-fold)",
+            path.display()
         ));
     }
     let unread = fitted.plain.iter().filter(|e| e.is_none()).count();
@@ -402,6 +413,27 @@ fn report(
 
 fn shown(value: Option<f64>) -> String {
     value.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+/// Row i's embedding through the adapter trained without its fold; rows too long to read are
+/// left out (the shipped adapter never trains on them, so its own reading of them is held out).
+fn write_out_of_fold(
+    path: &Path,
+    settings: &str,
+    trained_on: &[LabelledMessage],
+    fold_of: &[usize],
+    by_fold: &[aegis_adapt::Embeddings],
+) -> Result<usize> {
+    let mut out_of_fold = aegis_adapt::OutOfFold::new(settings.to_string());
+    for (row, message) in trained_on.iter().enumerate() {
+        if let Some(embedding) = &by_fold[fold_of[row]][row] {
+            out_of_fold.insert(&message.text, embedding.clone())?;
+        }
+    }
+    out_of_fold
+        .write(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(out_of_fold.len())
 }
 
 /// A labelled row as training reads it: its labels for `validators`, in order, and its source

@@ -90,6 +90,13 @@ pub struct TrainArgs {
     /// Recompute every message's features instead of reusing cached ones.
     #[arg(long)]
     pub no_cache: bool,
+    /// Train on these embeddings of the rows, written by `aegis adapt --cross-fit K --out-of-fold
+    /// FILE`: each row read by an adapter that never trained on its source. A head trained on
+    /// the loaded adapter's reading of its own training rows sees what it memorised, and its
+    /// thresholds collapse; rows the file lacks are read through the loaded encoder. For heads
+    /// on the embedding of an adapted encoder, trained with the same settings on the same data.
+    #[arg(long, value_name = "FILE")]
+    pub out_of_fold: Option<PathBuf>,
     /// Where features are cached (default: the platform cache folder, aegis/features).
     #[arg(long, env = "AEGIS_FEATURE_CACHE")]
     pub feature_cache: Option<PathBuf>,
@@ -205,20 +212,51 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
                 .unwrap_or_else(aegis_teach::feature_cache_dir),
         )
     });
-    let progress = ProgressBar::new(messages.len() as u64);
+    let out_of_fold = match &args.out_of_fold {
+        Some(path) => Some(out_of_fold_for(
+            path,
+            &args,
+            &search,
+            guard.encoder().is_some(),
+        )?),
+        None => None,
+    };
+    let from_file = |m: &LabelledMessage| {
+        out_of_fold
+            .as_ref()
+            .and_then(|o| o.get(&m.text))
+            .map(|embedding| MessageFeatures {
+                layers: Vec::new(),
+                embedding: Some(embedding.to_vec()),
+                prompt_scores: None,
+            })
+    };
+    let texts: Vec<&str> = messages
+        .iter()
+        .filter(|m| from_file(m).is_none())
+        .map(|m| m.text.as_str())
+        .collect();
+    if let Some(out_of_fold) = &out_of_fold {
+        eprintln!(
+            "{} of {} rows read out of fold (cross-fit run {}); the rest through the loaded encoder",
+            messages.len() - texts.len(),
+            messages.len(),
+            out_of_fold.run
+        );
+    }
+    let progress = ProgressBar::new(texts.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("reading messages {bar:40} {pos}/{len}  ETA {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let lines =
-        Mutex::new((!std::io::stderr().is_terminal()).then(|| ProgressLines::new(messages.len())));
+        Mutex::new((!std::io::stderr().is_terminal()).then(|| ProgressLines::new(texts.len())));
     let report = |_: &str, done: usize, _: usize| {
         progress.set_position(done as u64);
         if let Some(lines) = lines.lock().ok().as_mut().and_then(|l| l.as_mut()) {
             lines.reached(done);
         }
     };
-    let texts: Vec<&str> = messages.iter().map(|m| m.text.as_str()).collect();
     let (read, _) = aegis_teach::read_features(
         &guard,
         &texts,
@@ -233,10 +271,13 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     )?;
     progress.finish_and_clear();
     // A message the model could not read was logged and is left out.
+    let mut read = read.into_iter();
     let (usable, features): (Vec<LabelledMessage>, Vec<MessageFeatures>) = messages
         .into_iter()
-        .zip(read)
-        .filter_map(|(m, f)| f.map(|f| (m, f)))
+        .filter_map(|m| {
+            let features = from_file(&m).or_else(|| read.next().flatten())?;
+            Some((m, features))
+        })
         .unzip();
 
     let defaults = TrainOptions::default();
@@ -332,6 +373,27 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
 
 /// `auto`, or a comma-separated list of layer sets (`8`, `8+12`, and on an encoder `embedding`,
 /// the empty set).
+/// The out-of-fold embeddings in `path`, where heads can use them: on an adapted encoder's
+/// embedding alone (the file holds nothing else).
+fn out_of_fold_for(
+    path: &std::path::Path,
+    args: &TrainArgs,
+    search: &LayerSearch,
+    on_encoder: bool,
+) -> Result<aegis_adapt::OutOfFold> {
+    anyhow::ensure!(
+        on_encoder && search.candidates.iter().all(Vec::is_empty) && !args.prompt_scores,
+        "--out-of-fold holds the encoder's embedding only: train with --layers embedding on the encoder, without --prompt-scores"
+    );
+    let adapter = aegis_teach::adapter_path(&args.guard.prompts_dir()?);
+    anyhow::ensure!(
+        adapter.exists(),
+        "--out-of-fold embeddings are an adapter's, and {} holds none: apply the adapter trained with the same settings first",
+        adapter.display()
+    );
+    Ok(aegis_adapt::OutOfFold::read(path)?)
+}
+
 fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usize>>> {
     if spec == "auto" && encoder {
         let mut candidates: Vec<Vec<usize>> = (4..layers).step_by(4).map(|l| vec![l]).collect();

@@ -108,14 +108,15 @@ fn labelled_rows(sources: usize) -> String {
 }
 
 #[test]
-fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_and_writes_nothing()
-{
+fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_and_its_out_of_fold_embeddings_train_the_heads(
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("rows.jsonl");
     std::fs::write(&data, labelled_rows(6)).expect("data");
     let prompts = dir.path().join("prompts");
     std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
     let scored = repo_root().join("prompt_guard/heads/kinds-holdout.jsonl");
+    let out_of_fold = dir.path().join("out-of-fold.safetensors");
     let out = aegis_command(&[
         "adapt",
         "--data",
@@ -134,6 +135,8 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
         "2",
         "--score",
         scored.to_str().expect("path"),
+        "--out-of-fold",
+        out_of_fold.to_str().expect("path"),
         "--log",
         dir.path().join("adapt.log").to_str().expect("path"),
     ])
@@ -142,6 +145,10 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
     .expect("runs");
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("wrote 36 training rows' out-of-fold embeddings"),
+        "{err}"
+    );
     assert!(
         err.contains(
             "cross-fitting 2 adapters on 36 training rows from 6 sources; 70 rows scored only"
@@ -177,4 +184,68 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
             .count(),
         0
     );
+
+    // Heads train on the out-of-fold embeddings only beside an adapter (trained, as shipped, on
+    // every row with the same settings).
+    std::fs::copy(
+        repo_root().join("prompt_guard/toxic.txt"),
+        prompts.join("toxic.txt"),
+    )
+    .expect("template");
+    let heads_out = dir.path().join("heads-out");
+    std::fs::create_dir_all(&heads_out).expect("mkdir");
+    let train = || {
+        aegis(&[
+            "train",
+            "toxic",
+            "--prompts",
+            prompts.to_str().expect("path"),
+            "--data",
+            data.to_str().expect("path"),
+            "--layers",
+            "embedding",
+            "--folds",
+            "3",
+            "--out-of-fold",
+            out_of_fold.to_str().expect("path"),
+            "--out",
+            heads_out.to_str().expect("path"),
+        ])
+    };
+    let refused = train();
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("--out-of-fold embeddings are an adapter's"),
+        "{}",
+        stderr(&refused)
+    );
+    let adapter = aegis_command(&[
+        "adapt",
+        "--data",
+        data.to_str().expect("path"),
+        "--validators",
+        "toxic",
+        "--rank",
+        "2",
+        "--epochs",
+        "1",
+        "--batch-tokens",
+        "128",
+        "--out",
+        prompts
+            .join("heads/encoder-adapter.safetensors")
+            .to_str()
+            .expect("path"),
+        "--log",
+        dir.path().join("adapt.log").to_str().expect("path"),
+    ])
+    .env("AEGIS_ADAPT_CACHE", dir.path().join("cache"))
+    .output()
+    .expect("runs");
+    assert!(adapter.status.success(), "{}", stderr(&adapter));
+    let trained = train();
+    let err = stderr(&trained);
+    assert!(trained.status.success(), "{err}");
+    assert!(err.contains("36 of 36 rows read out of fold"), "{err}");
+    assert!(heads_out.join("toxic.json").exists(), "{err}");
 }

@@ -20,7 +20,8 @@ use crate::error::{Result, TeachError};
 /// The adapter's key in the versions table: a hyphen, which no validator key has.
 pub const ADAPTER_VERSION_KEY: &str = "encoder-adapter";
 
-fn adapter_path(templates_dir: &Path) -> PathBuf {
+/// Where the guard loads the encoder's adapter from, beside the heads.
+pub fn adapter_path(templates_dir: &Path) -> PathBuf {
     heads_dir(templates_dir, true).join(ENCODER_ADAPTER_FILE)
 }
 

@@ -14,7 +14,7 @@ mod near_miss;
 mod suggest;
 mod versions;
 
-pub use adapter::{apply_adapter, AdapterRecord};
+pub use adapter::{adapter_path, apply_adapter, AdapterRecord};
 pub use applied::Applied;
 pub use author_figures::{author_figures, AuthorFigures, LanguageFigures};
 pub use data::{
