@@ -6,13 +6,19 @@
 # held-back kinds (kinds.txt), the never-trained benign messages (benign.txt) and, when OUT/../
 # has none, the dev set's Indonesian tweets (tweets.txt: `--tweets FILE`).
 #
-#   scripts/research/adapter-candidate.sh ADAPTER|none OUT [TWEETS.jsonl]
+#   scripts/research/adapter-candidate.sh ADAPTER|none OUT [TWEETS.jsonl [OUT-OF-FOLD]]
+# OUT-OF-FOLD: the heads train on these embeddings of their rows (`aegis adapt --cross-fit K
+# --out-of-fold FILE` with the adapter's settings and data) instead of the adapter's own reading.
 # Needs the release build (cargo build --release -p aegis-cli).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 adapter=$1
 out=$2
 tweets=${3:-}
+out_of_fold=()
+if [ -n "${4:-}" ]; then
+  out_of_fold=(--out-of-fold "$4")
+fi
 aegis=target/release/aegis
 heads=prompt_guard/heads
 mkdir -p "$out"
@@ -27,7 +33,7 @@ start=$(date +%s)
 $aegis train --model default --prompts "$out/pg" \
   --data $heads/dev-permissive.jsonl --data $heads/train-1.jsonl --data $heads/train-2.jsonl \
   --data $heads/authored.jsonl --data $heads/authored-benign.jsonl --data $heads/benign-real.jsonl \
-  --layers embedding --tune-thresholds --benign-budget 0.01 > "$out/train.txt" 2>&1
+  --layers embedding --tune-thresholds --benign-budget 0.01 "${out_of_fold[@]}" > "$out/train.txt" 2>&1
 echo "heads retrained in $(( $(date +%s) - start )) s" >> "$out/train.txt"
 $aegis check --prompts "$out/pg" --file $heads/kinds-holdout.jsonl --json --no-history > "$out/kinds.json" || true
 python3 scripts/kinds-report.py $heads/kinds-holdout.jsonl "$out/kinds.json" > "$out/kinds.txt"

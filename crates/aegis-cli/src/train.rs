@@ -320,7 +320,8 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             eprintln!("warning: {key}: {warning}");
         }
         let threshold = fitted.threshold;
-        let trained = fitted.trained;
+        let mut trained = fitted.trained;
+        trained.head.training.out_of_fold = out_of_fold.as_ref().map(|o| o.run.clone());
         let threshold = threshold.or_else(|| {
             guard
                 .validators()

@@ -247,5 +247,11 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
     let err = stderr(&trained);
     assert!(trained.status.success(), "{err}");
     assert!(err.contains("36 of 36 rows read out of fold"), "{err}");
-    assert!(heads_out.join("toxic.json").exists(), "{err}");
+    // The head names the cross-fit run it was trained on.
+    let head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(heads_out.join("toxic.json")).expect("a head"),
+    )
+    .expect("JSON");
+    let run = head["training"]["out_of_fold"].as_str().unwrap_or_default();
+    assert!(run.contains("\"rank\":2"), "{head}");
 }

@@ -170,6 +170,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
             validation: Default::default(),
             random_folds_cv: None,
             threshold: None,
+            out_of_fold: None,
         },
         weights,
         bias,

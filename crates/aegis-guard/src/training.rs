@@ -257,6 +257,7 @@ pub fn train_validator(
             cv_by_language: chosen.cv_by_language.clone(),
             random_folds_cv: chosen.random_folds.as_ref().map(|r| r.cv.clone()),
             threshold: None,
+            out_of_fold: None,
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,

@@ -158,6 +158,10 @@ pub struct TrainingRecord {
     /// head on the model's hidden states decides at its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
+    /// Trained on out-of-fold embeddings of an adapted encoder (`aegis train --out-of-fold`):
+    /// the cross-fit run's settings, which the loaded adapter's must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_fold: Option<String>,
 }
 
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
@@ -308,6 +312,7 @@ mod tests {
                 validation: Validation::BySource,
                 random_folds_cv: None,
                 threshold: None,
+                out_of_fold: None,
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,
