@@ -1,5 +1,8 @@
 //! `aegis adapt` through the real binary and the real encoder.
 
+use std::path::Path;
+use std::process::Output;
+
 use crate::{aegis, aegis_command, repo_root, stderr, stdout};
 
 #[test]
@@ -8,30 +11,14 @@ fn adapting_twice_gives_the_same_adapter_and_the_heads_of_the_plain_encoder_are_
     let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
     let adapt = |name: &str| -> Vec<u8> {
         let out_path = dir.path().join(format!("{name}.safetensors"));
-        let out = aegis_command(&[
-            "adapt",
-            "--data",
-            data.to_str().expect("path"),
-            "--out",
-            out_path.to_str().expect("path"),
-            "--first-layer",
-            "22",
-            "--rank",
-            "2",
-            "--epochs",
-            "2",
-            "--batch-tokens",
-            "128",
-            "--log",
-            dir.path().join("adapt.log").to_str().expect("path"),
-        ])
         // Each run reads the lower layers itself: nothing is shared but the code.
-        .env(
-            "AEGIS_ADAPT_CACHE",
-            dir.path().join(format!("cache-{name}")),
-        )
-        .output()
-        .expect("runs");
+        let out = small_adapt(
+            dir.path(),
+            &format!("cache-{name}"),
+            &data,
+            "2",
+            &["--out", out_path.to_str().expect("path")],
+        );
         assert!(out.status.success(), "{}", stderr(&out));
         std::fs::read(&out_path).expect("an adapter")
     };
@@ -78,6 +65,30 @@ fn adapting_twice_gives_the_same_adapter_and_the_heads_of_the_plain_encoder_are_
     assert!(stdout(&adapted).contains("prompt"), "{}", stdout(&adapted));
 }
 
+/// `aegis adapt` on `data` at the small settings these tests train with (rank 2, short batches),
+/// its lower-layer states cached in `dir`/`cache` and its log in `dir`; `more` adds flags.
+fn small_adapt(dir: &Path, cache: &str, data: &Path, epochs: &str, more: &[&str]) -> Output {
+    let log = dir.join("adapt.log");
+    let mut args = vec![
+        "adapt",
+        "--data",
+        data.to_str().expect("path"),
+        "--rank",
+        "2",
+        "--epochs",
+        epochs,
+        "--batch-tokens",
+        "128",
+        "--log",
+        log.to_str().expect("path"),
+    ];
+    args.extend(more);
+    aegis_command(&args)
+        .env("AEGIS_ADAPT_CACHE", dir.join(cache))
+        .output()
+        .expect("runs")
+}
+
 /// Rows of `sources` sources, each with three insults and three everyday messages of its own.
 fn labelled_rows(sources: usize) -> String {
     let insults = [
@@ -117,32 +128,24 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
     std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
     let scored = repo_root().join("prompt_guard/heads/kinds-holdout.jsonl");
     let out_of_fold = dir.path().join("out-of-fold.safetensors");
-    let out = aegis_command(&[
-        "adapt",
-        "--data",
-        data.to_str().expect("path"),
-        "--validators",
-        "toxic",
-        "--prompts",
-        prompts.to_str().expect("path"),
-        "--rank",
-        "2",
-        "--epochs",
+    let out = small_adapt(
+        dir.path(),
+        "cache",
+        &data,
         "1",
-        "--batch-tokens",
-        "128",
-        "--cross-fit",
-        "2",
-        "--score",
-        scored.to_str().expect("path"),
-        "--out-of-fold",
-        out_of_fold.to_str().expect("path"),
-        "--log",
-        dir.path().join("adapt.log").to_str().expect("path"),
-    ])
-    .env("AEGIS_ADAPT_CACHE", dir.path().join("cache"))
-    .output()
-    .expect("runs");
+        &[
+            "--validators",
+            "toxic",
+            "--prompts",
+            prompts.to_str().expect("path"),
+            "--cross-fit",
+            "2",
+            "--score",
+            scored.to_str().expect("path"),
+            "--out-of-fold",
+            out_of_fold.to_str().expect("path"),
+        ],
+    );
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -219,29 +222,19 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
         "{}",
         stderr(&refused)
     );
-    let adapter = aegis_command(&[
-        "adapt",
-        "--data",
-        data.to_str().expect("path"),
-        "--validators",
-        "toxic",
-        "--rank",
-        "2",
-        "--epochs",
+    let adapter_path = prompts.join("heads/encoder-adapter.safetensors");
+    let adapter = small_adapt(
+        dir.path(),
+        "cache",
+        &data,
         "1",
-        "--batch-tokens",
-        "128",
-        "--out",
-        prompts
-            .join("heads/encoder-adapter.safetensors")
-            .to_str()
-            .expect("path"),
-        "--log",
-        dir.path().join("adapt.log").to_str().expect("path"),
-    ])
-    .env("AEGIS_ADAPT_CACHE", dir.path().join("cache"))
-    .output()
-    .expect("runs");
+        &[
+            "--validators",
+            "toxic",
+            "--out",
+            adapter_path.to_str().expect("path"),
+        ],
+    );
     assert!(adapter.status.success(), "{}", stderr(&adapter));
     let trained = train();
     let err = stderr(&trained);
