@@ -233,7 +233,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     };
     let texts: Vec<&str> = messages
         .iter()
-        .filter(|m| from_file(m).is_none())
+        .filter(|m| out_of_fold.as_ref().and_then(|o| o.get(&m.text)).is_none())
         .map(|m| m.text.as_str())
         .collect();
     if let Some(out_of_fold) = &out_of_fold {
@@ -372,8 +372,6 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Passed)
 }
 
-/// `auto`, or a comma-separated list of layer sets (`8`, `8+12`, and on an encoder `embedding`,
-/// the empty set).
 /// The out-of-fold embeddings in `path`, where heads can use them: on an adapted encoder's
 /// embedding alone (the file holds nothing else).
 fn out_of_fold_for(
@@ -395,6 +393,8 @@ fn out_of_fold_for(
     Ok(aegis_adapt::OutOfFold::read(path)?)
 }
 
+/// `auto`, or a comma-separated list of layer sets (`8`, `8+12`, and on an encoder `embedding`,
+/// the empty set).
 fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usize>>> {
     if spec == "auto" && encoder {
         let mut candidates: Vec<Vec<usize>> = (4..layers).step_by(4).map(|l| vec![l]).collect();
