@@ -94,7 +94,8 @@ pub struct TrainArgs {
     /// FILE`: each row read by an adapter that never trained on its source. A head trained on
     /// the loaded adapter's reading of its own training rows sees what it memorised, and its
     /// thresholds collapse; rows the file lacks are read through the loaded encoder. For heads
-    /// on the embedding of an adapted encoder, trained with the same settings on the same data.
+    /// on the embedding of an adapted encoder, trained with the same settings on the same data
+    /// (not checked: the adapter file does not record them; the head records the file's run).
     #[arg(long, value_name = "FILE")]
     pub out_of_fold: Option<PathBuf>,
     /// Where features are cached (default: the platform cache folder, aegis/features).

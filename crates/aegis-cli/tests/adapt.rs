@@ -197,8 +197,8 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
     .expect("template");
     let heads_out = dir.path().join("heads-out");
     std::fs::create_dir_all(&heads_out).expect("mkdir");
-    let train = || {
-        aegis(&[
+    let train = |out: &Path, more: &[&str]| {
+        let mut args = vec![
             "train",
             "toxic",
             "--prompts",
@@ -209,13 +209,14 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
             "embedding",
             "--folds",
             "3",
-            "--out-of-fold",
-            out_of_fold.to_str().expect("path"),
             "--out",
-            heads_out.to_str().expect("path"),
-        ])
+            out.to_str().expect("path"),
+        ];
+        args.extend(more);
+        aegis(&args)
     };
-    let refused = train();
+    let from_file = ["--out-of-fold", out_of_fold.to_str().expect("path")];
+    let refused = train(&heads_out, &from_file);
     assert!(!refused.status.success());
     assert!(
         stderr(&refused).contains("--out-of-fold embeddings are an adapter's"),
@@ -236,7 +237,7 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
         ],
     );
     assert!(adapter.status.success(), "{}", stderr(&adapter));
-    let trained = train();
+    let trained = train(&heads_out, &from_file);
     let err = stderr(&trained);
     assert!(trained.status.success(), "{err}");
     assert!(err.contains("36 of 36 rows read out of fold"), "{err}");
@@ -247,4 +248,17 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
     .expect("JSON");
     let run = head["training"]["out_of_fold"].as_str().unwrap_or_default();
     assert!(run.contains("\"rank\":2"), "{head}");
+    // The file's embeddings are what it learned from: on the adapter's own reading of the same
+    // rows the weights differ.
+    let own_out = dir.path().join("heads-own-reading");
+    std::fs::create_dir_all(&own_out).expect("mkdir");
+    let own_reading = train(&own_out, &[]);
+    assert!(own_reading.status.success(), "{}", stderr(&own_reading));
+    let own: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(own_out.join("toxic.json")).expect("a head"))
+            .expect("JSON");
+    assert!(
+        own["weights"] != head["weights"],
+        "the head has the weights of one trained on the adapter's own reading"
+    );
 }

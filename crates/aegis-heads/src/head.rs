@@ -159,7 +159,9 @@ pub struct TrainingRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
     /// Trained on out-of-fold embeddings of an adapted encoder (`aegis train --out-of-fold`):
-    /// the cross-fit run's settings, which the loaded adapter's must match.
+    /// the cross-fit run's settings and data hash. The adapter file does not record its own, so
+    /// that they match is the trainer's word, kept here for a reviewer to compare with the
+    /// adapter's version record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_of_fold: Option<String>,
 }
