@@ -32,6 +32,13 @@ layers=embedding
 case " $* --encoder=${AEGIS_ENCODER:-} " in
   *" --encoder decoder "* | *" --encoder=decoder "*) layers=6,8,11 ;;
 esac
+# Toxic keeps a second map for contempt without a rude word (README, "Contempt without a rude
+# word"): trained on its own rows, so the insults' map is the one the rows above draw.
+named=$(printf '%s\n' "$@" | grep -cxE 'spam|toxic|harassment|financial_advice' || true)
+readings=()
+if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep -qx toxic; }; then
+  readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl)
+fi
 cargo run --release --locked -p aegis-cli -- train \
     --model default \
     --prompts prompt_guard \
@@ -44,4 +51,5 @@ cargo run --release --locked -p aegis-cli -- train \
     --layers "$layers" \
     --tune-thresholds \
     --benign-budget 0.01 \
+    "${readings[@]}" \
     "$@"

@@ -13,6 +13,7 @@ mod serve;
 mod teach;
 mod train;
 mod train_data;
+mod train_reading;
 mod train_report;
 
 use clap::{Parser, Subcommand};

@@ -84,6 +84,16 @@ pub struct TrainArgs {
     /// Share of benign rows a tuned threshold may flag (default: the shipped heads' budget).
     #[arg(long, default_value_t = aegis_teach::BENIGN_BUDGET)]
     pub benign_budget: f64,
+    /// A second map for one kind of violation the head misses, `VALIDATOR:NAME=FILE` (e.g.
+    /// `toxic:contempt=prompt_guard/heads/authored-contempt.jsonl`): trained on FILE's rows
+    /// labelled for the validator against every row of the data labelled not to violate it, its
+    /// threshold chosen at --reading-budget, kept in the head. The message fails when either map
+    /// fails it (README, "Contempt without a rude word").
+    #[arg(long, value_name = "VALIDATOR:NAME=FILE")]
+    pub reading: Vec<crate::train_reading::ReadingSpec>,
+    /// Share of benign rows a reading may flag on its own, on top of the head's budget.
+    #[arg(long, default_value_t = 0.003)]
+    pub reading_budget: f64,
     /// Report only; write no heads.
     #[arg(long)]
     pub dry_run: bool,
@@ -183,6 +193,14 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         }
         args.validators.clone()
     };
+    if let Some(spec) = args.reading.iter().find(|r| !keys.contains(&r.validator)) {
+        bail!(
+            "--reading {}: {} is not among the validators trained here ({})",
+            spec.name,
+            spec.validator,
+            keys.join(", ")
+        );
+    }
     for key in &keys {
         let negatives = negatives_for_new_validator(&mut messages, &taught, key);
         if negatives > 0 {
@@ -330,6 +348,29 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
                 .find(|v| &v.key == key)
                 .map(|v| f64::from(v.threshold))
         });
+        for spec in args.reading.iter().filter(|r| &r.validator == key) {
+            let head_threshold = threshold.with_context(|| {
+                format!(
+                    "--reading {}: {key} has no threshold to align it to",
+                    spec.name
+                )
+            })?;
+            let run = crate::train_reading::ReadingRun {
+                guard: &guard,
+                rows: &usable,
+                features: &features,
+                layers: trained.head.features.layers.clone(),
+                screen_alpha: args.screen_alpha,
+                options: &options,
+                cache: cache.as_ref(),
+                benign_budget: args.reading_budget,
+            };
+            let reading =
+                crate::train_reading::train_reading(&run, spec, head_threshold, &mut |l| {
+                    eprintln!("{l}")
+                })?;
+            trained.head.readings.push(reading);
+        }
         if let Some(threshold) = threshold {
             print_sources(&trained, threshold);
             if args.examples {

@@ -145,6 +145,88 @@ fn a_report_quoting_an_insult_passes_and_the_insult_said_fails_in_each_language(
     every_one_passes_and_each_insult_fails_toxic(&reports, &insults);
 }
 
+#[test]
+fn contempt_without_a_rude_word_fails_toxic_and_civil_criticism_passes_in_each_language() {
+    // Written for this test (in no data file). The shipped toxic head keeps a second reading for
+    // contempt (`--reading toxic:contempt=...`); sarcasm about a task ("how brave of you to
+    // attempt a spreadsheet") still passes it, so these are contempt for a person or a group.
+    let contempt = [
+        "People like you should be kept away from decent society, quietly and for good.",
+        "Kasihan ya, orang sepertimu memang ditakdirkan cuma jadi penonton hidup orang lain.",
+    ];
+    let criticism = [
+        "I think this plan is wrong: the budget ignores the cost of hiring.",
+        "Menurut saya keputusan rapat tadi kurang tepat, datanya belum lengkap.",
+    ];
+    every_one_passes_and_each_insult_fails_toxic(&criticism, &contempt);
+}
+
+/// `--reading` trains a second map beside the head, kept in its file and aligned to its
+/// threshold; a reading for a validator not trained is refused before anything is read.
+#[test]
+fn a_reading_is_trained_beside_the_head_and_kept_in_its_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).expect("mkdir");
+    for template in ["toxic.txt", "spam.txt"] {
+        std::fs::copy(
+            repo_root().join("prompt_guard").join(template),
+            prompts.join(template),
+        )
+        .expect("copy template");
+    }
+    let fixtures = repo_root().join("crates/aegis-cli/tests/fixtures");
+    let data = fixtures.join("train-small.jsonl");
+    let reading = format!(
+        "toxic:contempt={}",
+        fixtures.join("contempt-small.jsonl").display()
+    );
+    let mut args = vec![
+        "toxic",
+        "--data",
+        data.to_str().expect("path"),
+        "--folds",
+        "3",
+        "--layers",
+        "embedding",
+        "--tune-thresholds",
+        "--prompts",
+        prompts.to_str().expect("path"),
+        "--reading",
+        &reading,
+    ];
+    let out = train(dir.path(), &args);
+    assert!(
+        stderr(&out).contains("toxic: reading \"contempt\": 9 rows of"),
+        "{}",
+        stderr(&out)
+    );
+    let head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(prompts.join("heads/toxic.json")).expect("head written"),
+    )
+    .expect("JSON");
+    let readings = head["readings"].as_array().expect("readings");
+    assert_eq!(readings.len(), 1);
+    assert_eq!(readings[0]["name"], "contempt");
+    assert_eq!(readings[0]["weights"].as_array().map(Vec::len), Some(768));
+    assert_eq!(
+        readings[0]["aligned_to"], head["training"]["threshold"],
+        "aligned to the head's own threshold"
+    );
+
+    args[0] = "spam";
+    let refused = aegis_command(&[&["train"], &args[..]].concat())
+        .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
+        .output()
+        .expect("runs");
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("toxic is not among the validators trained here"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 /// A bf16 copy hashes otherwise; the shipped heads take it once it embeds their probes as they
 /// recorded, and its verdicts are the original's (what a GPU machine is sent: half the bytes).
 #[test]

@@ -174,6 +174,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
         },
         weights,
         bias,
+        readings: Vec::new(),
         content_hash: String::new(),
     }
 }

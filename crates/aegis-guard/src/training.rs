@@ -261,6 +261,7 @@ pub fn train_validator(
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,
+        readings: Vec::new(),
         content_hash: String::new(),
     };
     Ok(ValidatorTraining {

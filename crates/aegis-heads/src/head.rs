@@ -166,8 +166,50 @@ pub struct TrainingRecord {
     pub out_of_fold: Option<String>,
 }
 
+/// A second linear map on the same input, trained on one kind of violation the head's own map
+/// misses (issue "Read who says it": contempt without a rude word shares its direction with no
+/// insult, and adding it to the head's rows cost recall on the insults). The message fails when
+/// either map fails it: the bias is aligned so that this map reaches the head's threshold exactly
+/// where it reaches its own, and the head's score is the higher of the two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reading {
+    /// What it reads for, e.g. `contempt`.
+    pub name: String,
+    /// Its own threshold, chosen on its benign budget, and the head's it was aligned to.
+    pub own_threshold: f64,
+    pub aligned_to: f64,
+    pub training: TrainingRecord,
+    pub weights: Vec<f32>,
+    pub bias: f32,
+}
+
+impl Reading {
+    /// `weights` and `bias` as trained (failing at `own_threshold`), moved in logit space so the
+    /// map fails at `head_threshold` for the same messages.
+    pub fn aligned(
+        name: String,
+        training: TrainingRecord,
+        weights: Vec<f32>,
+        bias: f32,
+        own_threshold: f64,
+        head_threshold: f64,
+    ) -> Self {
+        let bias = (f64::from(bias) - logit(own_threshold) + logit(head_threshold)) as f32;
+        Self {
+            name,
+            own_threshold,
+            aligned_to: head_threshold,
+            training,
+            weights,
+            bias,
+        }
+    }
+}
+
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
-/// one linear map, so scoring is a dot product: `p = sigmoid(weights · x + bias)`.
+/// one linear map, so scoring is a dot product: `p = sigmoid(weights · x + bias)`; with
+/// `readings`, the highest of their maps and its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Head {
@@ -178,6 +220,8 @@ pub struct Head {
     pub training: TrainingRecord,
     pub weights: Vec<f32>,
     pub bias: f32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readings: Vec<Reading>,
     /// sha256 of the bytes the head was read from (hex), so a verdict can name the head version
     /// that decided it; empty for a head not read from a file.
     #[serde(skip)]
@@ -225,6 +269,17 @@ impl Head {
         {
             return Err(invalid("weights are empty or not finite".into()));
         }
+        for reading in &head.readings {
+            if reading.weights.len() != head.weights.len()
+                || !reading.bias.is_finite()
+                || reading.weights.iter().any(|w| !w.is_finite())
+            {
+                return Err(invalid(format!(
+                    "reading {:?} has weights of another width or not finite",
+                    reading.name
+                )));
+            }
+        }
         Ok(head)
     }
 
@@ -246,10 +301,24 @@ impl Head {
         })
     }
 
-    /// Calibrated probability that the features show a violation.
+    /// Calibrated probability that the features show a violation; with readings, the highest of
+    /// theirs and the head's (each aligned to the head's threshold).
     pub fn probability(&self, features: &[f32]) -> Result<f32> {
-        Ok(linear_probability(&self.weights, self.bias, features)? as f32)
+        let mut p = linear_probability(&self.weights, self.bias, features)?;
+        for reading in &self.readings {
+            p = p.max(linear_probability(
+                &reading.weights,
+                reading.bias,
+                features,
+            )?);
+        }
+        Ok(p as f32)
     }
+}
+
+fn logit(p: f64) -> f64 {
+    let p = p.clamp(1e-6, 1.0 - 1e-6);
+    (p / (1.0 - p)).ln()
 }
 
 /// `sigmoid(weights · features + bias)`, the map a head's training folds everything into.
@@ -318,8 +387,44 @@ mod tests {
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,
+            readings: Vec::new(),
             content_hash: String::new(),
         }
+    }
+
+    #[test]
+    fn a_reading_fails_at_the_heads_threshold_where_it_fails_at_its_own() {
+        let mut with_reading = head();
+        let training = with_reading.training.clone();
+        // On its own the reading says sigmoid(x0 - 1); it was tuned to fail at 0.6.
+        with_reading.readings.push(Reading::aligned(
+            "contempt".into(),
+            training,
+            vec![1.0, 0.0],
+            -1.0,
+            0.6,
+            0.25,
+        ));
+        let own = |x0: f64| sigmoid(x0 - 1.0);
+        // Exactly at its own threshold it scores the head's (x1 = 3 keeps the head's map low).
+        let at = 1.0 + logit(0.6);
+        let p = with_reading.probability(&[at as f32, 3.0]).expect("width");
+        assert!((f64::from(p) - 0.25).abs() < 1e-5, "{p}");
+        for x0 in [-3.0f32, 0.0, 1.0, 1.5, 4.0, 6.0] {
+            let p = f64::from(with_reading.probability(&[x0, 3.0]).expect("width"));
+            let head_alone = f64::from(head().probability(&[x0, 3.0]).expect("width"));
+            assert!(p >= head_alone - 1e-7, "never below the head's own score");
+            assert_eq!(p >= 0.25, own(f64::from(x0)) >= 0.6 || head_alone >= 0.25);
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("spam.json");
+        with_reading.save(&path).expect("save");
+        let loaded = Head::load(&path).expect("load");
+        assert_eq!(loaded.readings, with_reading.readings);
+        with_reading.readings[0].weights.push(1.0);
+        with_reading.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("reading \"contempt\""), "{err}");
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub use error::{HeadError, Result};
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
 pub use folds::source_folds;
 pub use head::{
-    candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, TrainingRecord, Validation,
-    HEAD_FORMAT,
+    candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, Reading, TrainingRecord,
+    Validation, HEAD_FORMAT,
 };
 pub use metrics::{roc_auc, BinaryMetrics};
 pub use train::{
