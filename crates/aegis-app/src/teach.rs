@@ -60,6 +60,8 @@ pub struct AppliedHead {
     pub path: String,
     /// The threshold written into the template with it, when it changed.
     pub threshold: Option<f64>,
+    /// Readings of the head it replaced, kept because the new head has none (toxic's contempt).
+    pub kept_readings: Vec<String>,
 }
 
 /// What the "New validator" form sends.
@@ -502,6 +504,7 @@ fn applied_head(applied: aegis_teach::Applied) -> AppliedHead {
         version: applied.version,
         path: applied.path.display().to_string(),
         threshold: applied.threshold,
+        kept_readings: applied.kept_readings,
     }
 }
 

@@ -420,6 +420,17 @@ fn print_applied(applied: &aegis_teach::Applied, what: &str) {
     if let Some(threshold) = applied.threshold {
         println!("threshold {threshold:.3} written into its template");
     }
+    if !applied.kept_readings.is_empty() {
+        println!("{}", kept_readings_line(applied));
+    }
+}
+
+/// Says that a head came without readings and kept the replaced head's.
+pub fn kept_readings_line(applied: &aegis_teach::Applied) -> String {
+    format!(
+        "kept the replaced head's readings ({}), moved to its threshold: train with --reading to replace them",
+        applied.kept_readings.join(", ")
+    )
 }
 
 /// `aegis examples suggest`: the pool scored by the validator's current head.

@@ -402,6 +402,9 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             if let Some(threshold) = applied.threshold {
                 eprintln!("wrote threshold {threshold:.3} into {key}'s template");
             }
+            if !applied.kept_readings.is_empty() {
+                eprintln!("{}", crate::teach::kept_readings_line(&applied));
+            }
         } else {
             let path = out_dir.join(format!("{key}.json"));
             trained.head.save(&path)?;

@@ -205,6 +205,17 @@ impl Reading {
             bias,
         }
     }
+
+    /// The same map, moved in logit space to fail at `head_threshold` where it failed at the
+    /// threshold it was aligned to (its own decisions unchanged).
+    pub fn realigned(&self, head_threshold: f64) -> Self {
+        let bias = (f64::from(self.bias) - logit(self.aligned_to) + logit(head_threshold)) as f32;
+        Self {
+            aligned_to: head_threshold,
+            bias,
+            ..self.clone()
+        }
+    }
 }
 
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
@@ -415,6 +426,13 @@ mod tests {
             let head_alone = f64::from(head().probability(&[x0, 3.0]).expect("width"));
             assert!(p >= head_alone - 1e-7, "never below the head's own score");
             assert_eq!(p >= 0.25, own(f64::from(x0)) >= 0.6 || head_alone >= 0.25);
+        }
+        // Moved to another head threshold, it fails the same messages at that one.
+        let moved = with_reading.readings[0].realigned(0.5);
+        let z = |r: &Reading, x0: f32| linear_probability(&r.weights, r.bias, &[x0, 3.0]);
+        for x0 in [0.0f32, 1.0, 1.5, 4.0] {
+            let before = z(&with_reading.readings[0], x0).expect("width") >= 0.25;
+            assert_eq!(z(&moved, x0).expect("width") >= 0.5, before, "at {x0}");
         }
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("spam.json");

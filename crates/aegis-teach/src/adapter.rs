@@ -63,6 +63,7 @@ pub async fn apply_adapter(
         path,
         version,
         threshold: None,
+        kept_readings: Vec::new(),
     })
 }
 

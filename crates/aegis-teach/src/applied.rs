@@ -11,4 +11,7 @@ pub struct Applied {
     pub version: i64,
     /// The threshold written into the template, when the head carries one and it changed.
     pub threshold: Option<f64>,
+    /// Readings of the head it replaced, kept because the new head came without any
+    /// ([`crate::apply_head`]).
+    pub kept_readings: Vec<String>,
 }

@@ -20,7 +20,8 @@ use crate::adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_
 use crate::applied::Applied;
 use crate::error::{Result, TeachError};
 
-/// Writes `head` where the guard reads it and records it as the validator's newest version.
+/// Writes `head` where the guard reads it and records it as the validator's newest version. A
+/// head that comes without readings keeps the live head's ([`with_live_readings`]).
 pub async fn apply_head(
     store: &Store,
     templates_dir: &Path,
@@ -28,6 +29,8 @@ pub async fn apply_head(
     head: &Head,
     note: &str,
 ) -> Result<Applied> {
+    let kept = with_live_readings(templates_dir, validator, head);
+    let head = kept.as_ref().unwrap_or(head);
     let bytes = head.to_bytes()?;
     let metrics = serde_json::to_string(&head.training)
         .map_err(|e| TeachError::Invalid(format!("cannot describe the head: {e}")))?;
@@ -41,7 +44,48 @@ pub async fn apply_head(
             note: note.to_string(),
         },
     )?;
-    journal.carry_out(store, templates_dir).await
+    let mut applied = journal.carry_out(store, templates_dir).await?;
+    if kept.is_some() {
+        applied.kept_readings = head.readings.iter().map(|r| r.name.clone()).collect();
+    }
+    Ok(applied)
+}
+
+/// The live head's readings on `head`, moved to its threshold, when `head` has none of its own
+/// and reads the same input. A retrain from the Teach view or `aegis train --examples` does not
+/// see a reading's rows (toxic's contempt is trained on its own file), and dropping the reading
+/// would silently stop catching its kind; `aegis train --reading` replaces them.
+fn with_live_readings(
+    templates_dir: &Path,
+    validator: Option<&Validator>,
+    head: &Head,
+) -> Option<Head> {
+    if !head.readings.is_empty() {
+        return None;
+    }
+    let live_path = head_path(
+        templates_dir,
+        &head.validator,
+        !head.features.encoder.is_decoder(),
+    );
+    let live = Head::load(&live_path).ok()?;
+    let same_input = live.features == head.features
+        && live.model.content_hash == head.model.content_hash
+        && live.weights.len() == head.weights.len();
+    if live.readings.is_empty() || !same_input {
+        return None;
+    }
+    let threshold = head
+        .training
+        .threshold
+        .or_else(|| validator.map(|v| f64::from(v.threshold)))?;
+    let mut head = head.clone();
+    head.readings = live
+        .readings
+        .iter()
+        .map(|r| r.realigned(threshold))
+        .collect();
+    Some(head)
 }
 
 /// Puts stored version `id` back bit for bit and records that as the newest version.
@@ -252,6 +296,7 @@ impl Journal {
             path: head_path,
             version,
             threshold: self.template.as_ref().map(|t| t.threshold),
+            kept_readings: Vec::new(),
         })
     }
 }
@@ -316,5 +361,72 @@ mod tests {
             .expect_err("an unreadable journal stops, it is not guessed at");
         assert!(error.to_string().contains(".apply-toxic.json"), "{error}");
         assert!(journal.exists(), "left for a person to look at");
+    }
+
+    /// An encoder head on `layers` at `threshold`, with a contempt reading or none.
+    fn head(layers: &str, threshold: f64, reading: bool) -> Head {
+        let training = format!(
+            r#"{{"data_sha256": "ab", "rows": 4, "positives": 2, "alpha": 1.0, "folds": 2,
+                "cv": {{"rows": 4, "positives": 2, "roc_auc": 0.9, "precision": 1.0,
+                        "recall": 1.0, "f1": 1.0}},
+                "cv_by_language": {{}}, "threshold": {threshold}}}"#
+        );
+        let readings = if reading {
+            format!(
+                r#", "readings": [{{"name": "contempt", "own_threshold": 0.5,
+                    "aligned_to": 0.5, "training": {training}, "weights": [1.0, 0.0],
+                    "bias": 0.0}}]"#
+            )
+        } else {
+            String::new()
+        };
+        let json = format!(
+            r#"{{"format": 2, "validator": "toxic",
+                "features": {{"encoder": "embeddinggemma", "layers": {layers},
+                              "context_hash": "cd"}},
+                "model": {{"id": "e", "content_hash": "ef"}},
+                "training": {training}, "weights": [0.5, 0.5], "bias": -3.0{readings}}}"#
+        );
+        Head::from_bytes(json.as_bytes(), Path::new("test.json")).expect("a valid head")
+    }
+
+    #[tokio::test]
+    async fn a_head_without_readings_keeps_the_live_heads_where_it_reads_the_same_input() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("h.db")).await.expect("store");
+        let live = head("[]", 0.5, true);
+        live.save(&head_path(dir.path(), "toxic", true))
+            .expect("save");
+
+        let applied = apply_head(
+            &store,
+            dir.path(),
+            None,
+            &head("[]", 0.25, false),
+            "retrain",
+        )
+        .await
+        .expect("applied");
+        assert_eq!(applied.kept_readings, vec!["contempt".to_string()]);
+        let written = Head::load(&applied.path).expect("load");
+        let kept = &written.readings[0];
+        assert_eq!(kept.aligned_to, 0.25);
+        assert_eq!(kept.weights, live.readings[0].weights);
+        // It fails what it failed: at its own 0.5 it now scores the head's 0.25.
+        let p = written.probability(&[0.0, 0.0]).expect("width");
+        assert!((f64::from(p) - 0.25).abs() < 1e-6, "{p}");
+
+        // On other layers the reading would read another input: it is not carried.
+        let applied = apply_head(
+            &store,
+            dir.path(),
+            None,
+            &head("[12]", 0.25, false),
+            "other",
+        )
+        .await
+        .expect("applied");
+        assert!(applied.kept_readings.is_empty());
+        assert!(Head::load(&applied.path).expect("load").readings.is_empty());
     }
 }

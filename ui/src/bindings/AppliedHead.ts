@@ -7,4 +7,8 @@ export type AppliedHead = { version: number, path: string,
 /**
  * The threshold written into the template with it, when it changed.
  */
-threshold: number | null, };
+threshold: number | null, 
+/**
+ * Readings of the head it replaced, kept because the new head has none (toxic's contempt).
+ */
+kept_readings: Array<string>, };
