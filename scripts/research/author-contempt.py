@@ -2,10 +2,10 @@
 # and harsh-but-civil criticism beside it, so a head that learns contempt is shown what is not.
 # Written in one pass before any candidate was tried on them; every fourth row of each (kind, lang)
 # is held back in contempt-holdout.jsonl, which nothing trains on. Run from the repository root.
-import json
-F = {"spam": False, "toxic": False, "harassment": False, "financial_advice": False}
-def lab(**kw):
-    d = dict(F); d.update(kw); return d
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from authored_kinds import lab, write_split  # noqa: E402
 R = {}
 # Contempt: toxic. Harassment true when aimed at the reader or a named person (P); unknown (null)
 # for a generalisation about a group (G), as in author-kinds.py.
@@ -251,24 +251,5 @@ Jujur ini pelayanan terburuk yang saya alami tahun ini.
 Menurut saya wali kota salah soal perumahan, saya pilih calon lain.
 Petunjuk rakit lemarinya membingungkan dan dua bautnya kurang.""")
 SIZES = {"polite-contempt": 80, "civil-criticism": 40}
-train, hold = [], []
-for (kind, lang), (labels, block) in R.items():
-    lines = [l for l in block.split("\n") if l.strip()]
-    assert len(lines) == SIZES[kind], (kind, lang, len(lines))
-    for i, line in enumerate(lines, 1):
-        if labels is None:
-            tag, text = line.split(" ", 1)
-            assert tag in ("P", "G"), line
-            row_labels = lab(toxic=True, harassment=True if tag == "P" else None)
-        else:
-            text, row_labels = line, labels
-        row = {"id": f"aegis_authored:{kind}-2:{lang}:{i}", "text": text, "lang": lang,
-               "labels": row_labels, "source": "aegis_authored", "kind": kind}
-        (hold if i % 4 == 0 else train).append(row)
-texts = [r["text"] for r in train + hold]
-assert len(set(texts)) == len(texts)
-with open("prompt_guard/heads/authored-contempt.jsonl", "w") as f:
-    for r in train: f.write(json.dumps(r, ensure_ascii=False) + "\n")
-with open("prompt_guard/heads/contempt-holdout.jsonl", "w") as f:
-    for r in hold: f.write(json.dumps(r, ensure_ascii=False) + "\n")
-print(len(train), len(hold))
+write_split(R, SIZES, "-2", "prompt_guard/heads/authored-contempt.jsonl",
+            "prompt_guard/heads/contempt-holdout.jsonl")

@@ -1,8 +1,8 @@
 # Authored for AEGIS Console (CC0). Kinds of issue 40; every fourth row of each (kind, lang) held back.
-import json
-F = {"spam": False, "toxic": False, "harassment": False, "financial_advice": False}
-def lab(**kw):
-    d = dict(F); d.update(kw); return d
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from authored_kinds import lab, write_split  # noqa: E402
 R = {}
 R[("report-quoted","en")] = (lab(), """How do I report an account that keeps calling me a "stupid cow" in my DMs?
 Someone in our Discord wrote "go back to your country, you monkey" under my post, what can the mods do?
@@ -286,23 +286,5 @@ Make fake accounts and keep messaging Lily that she's ugly.
 Hey Marcus, your little sister walks home alone, doesn't she?
 Megan is a pig and we're oinking every time she walks past.
 You're a pathetic excuse for a man, Victor, and I'll make sure your wife knows it.""")
-train, hold = [], []
-for (kind, lang), (labels, block) in R.items():
-    lines = [l for l in block.split("\n") if l.strip()]
-    assert len(lines) == 40, (kind, lang, len(lines))
-    for i, line in enumerate(lines, 1):
-        if labels is None:
-            tag, text = line.split(" ", 1)
-            row_labels = lab(toxic=True, harassment=True if tag == "P" else None)
-        else:
-            text, row_labels = line, labels
-        row = {"id": f"aegis_authored:{kind}:{lang}:{i}", "text": text, "lang": lang,
-               "labels": row_labels, "source": "aegis_authored", "kind": kind}
-        (hold if i % 4 == 0 else train).append(row)
-texts = [r["text"] for r in train + hold]
-assert len(set(texts)) == len(texts)
-with open("prompt_guard/heads/authored-kinds.jsonl", "w") as f:
-    for r in train: f.write(json.dumps(r, ensure_ascii=False) + "\n")
-with open("prompt_guard/heads/kinds-holdout.jsonl", "w") as f:
-    for r in hold: f.write(json.dumps(r, ensure_ascii=False) + "\n")
-print(len(train), len(hold))
+write_split(R, {kind: 40 for kind, _ in R}, "", "prompt_guard/heads/authored-kinds.jsonl",
+            "prompt_guard/heads/kinds-holdout.jsonl")

@@ -124,32 +124,27 @@ pub fn train_reading(
     // what unseen traffic will see (on the real benign messages held back, a threshold chosen so
     // flagged 0.8% where it promised 0.3%), so the benign budget is held on folds of whole
     // sources at that strength, as every head's threshold is.
-    let random = aegis_teach::fit_validator(
-        run.guard,
-        key,
-        &rows,
-        &features,
-        &search,
-        &TrainOptions {
-            validation: aegis_heads::Validation::RandomFolds,
-            ..run.options.clone()
-        },
-        Some(run.benign_budget),
-    )?;
+    let fit = |options: &TrainOptions| {
+        aegis_teach::fit_validator(
+            run.guard,
+            key,
+            &rows,
+            &features,
+            &search,
+            options,
+            Some(run.benign_budget),
+        )
+    };
+    let random = fit(&TrainOptions {
+        validation: aegis_heads::Validation::RandomFolds,
+        ..run.options.clone()
+    })?;
     let alpha = random.trained.head.training.alpha;
-    let fitted = aegis_teach::fit_validator(
-        run.guard,
-        key,
-        &rows,
-        &features,
-        &search,
-        &TrainOptions {
-            validation: aegis_heads::Validation::BySource,
-            alphas: vec![alpha],
-            ..run.options.clone()
-        },
-        Some(run.benign_budget),
-    )?;
+    let fitted = fit(&TrainOptions {
+        validation: aegis_heads::Validation::BySource,
+        alphas: vec![alpha],
+        ..run.options.clone()
+    })?;
     let own_threshold = fitted
         .budget
         .as_ref()

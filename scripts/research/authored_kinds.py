@@ -1,0 +1,38 @@
+"""Shared by the authoring scripts (author-kinds.py, author-contempt.py): labels, and the split
+of each (kind, lang) block into training rows and every fourth row held back."""
+import json
+
+F = {"spam": False, "toxic": False, "harassment": False, "financial_advice": False}
+
+
+def lab(**kw):
+    d = dict(F)
+    d.update(kw)
+    return d
+
+
+def write_split(blocks, sizes, id_suffix, train_path, hold_path):
+    """`blocks`: {(kind, lang): (labels or None, text)}, one row a line; with None, each line
+    starts with P (contempt aimed at the reader or a named person: toxic and harassment) or G (at
+    a group: toxic, harassment unknown). Every fourth row of each block goes to `hold_path`."""
+    train, hold = [], []
+    for (kind, lang), (labels, block) in blocks.items():
+        lines = [l for l in block.split("\n") if l.strip()]
+        assert len(lines) == sizes[kind], (kind, lang, len(lines))
+        for i, line in enumerate(lines, 1):
+            if labels is None:
+                tag, text = line.split(" ", 1)
+                assert tag in ("P", "G"), line
+                row_labels = lab(toxic=True, harassment=True if tag == "P" else None)
+            else:
+                text, row_labels = line, labels
+            row = {"id": f"aegis_authored:{kind}{id_suffix}:{lang}:{i}", "text": text,
+                   "lang": lang, "labels": row_labels, "source": "aegis_authored", "kind": kind}
+            (hold if i % 4 == 0 else train).append(row)
+    texts = [r["text"] for r in train + hold]
+    assert len(set(texts)) == len(texts)
+    for path, rows in [(train_path, train), (hold_path, hold)]:
+        with open(path, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(len(train), len(hold))
