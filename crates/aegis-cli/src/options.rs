@@ -58,6 +58,12 @@ pub struct GuardArgs {
     /// Accepted only when it embeds the heads' probe texts as they recorded.
     #[arg(long, env = "AEGIS_ENCODER_SERVER")]
     pub encoder_server: Option<String>,
+    /// How the local encoder computes: `auto` (bf16 kernels on AVX-512 BF16, f32 on AVX2),
+    /// `precise` (the same, whatever auto becomes), or `int8` (weights and inputs in int8 blocks
+    /// on AVX-512 VNNI: faster, embeddings within cosine 0.999 of f32 instead of 0.9999; cached
+    /// features are kept apart). Where the CPU has no VNNI, int8 runs as auto.
+    #[arg(long, env = "AEGIS_ENCODER_WEIGHTS", default_value = "auto")]
+    pub encoder_weights: String,
     #[arg(skip)]
     loaded_encoder: LoadedEncoder,
     /// Folder of validator templates; else AEGIS_PROMPTS, else ./prompt_guard, else beside
@@ -133,6 +139,10 @@ impl GuardArgs {
             model,
             heads_read: HeadsRead::parse(&self.encoder)?
                 .served_by(self.encoder_server.as_deref())?,
+            encoder_arithmetic: self
+                .encoder_weights
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!(e))?,
             prompts,
             rejection: RejectionMode::chosen(self.generate_rejection),
             language: None,

@@ -264,6 +264,38 @@ fn the_packed_kernels_agree_with_the_f32_path() {
         .starts_with("f32 layers"));
 }
 
+/// The int8 weight format (where this CPU has VNNI; else it is the bf16 kernels and this holds
+/// trivially): within cosine 0.999 of the f32 path on the same texts, the bound the heads'
+/// verdicts were measured to survive.
+#[test]
+fn the_int8_kernels_agree_with_the_f32_path_within_int8s_rounding() {
+    let fixture = fixture();
+    let long =
+        "Halo kak, pesanan saya belum sampai. I would like to know where my parcel is. ".repeat(40);
+    let mut texts: Vec<&str> = fixture.cases.iter().map(|c| c.text.as_str()).collect();
+    texts.extend(["ok", "makasih kak 🙏", long.as_str()]);
+    let int8 = load(EncoderArithmetic::Int8);
+    let fast = int8.embed_batch(&texts);
+    let exact = exact_encoder().embed_batch(&texts);
+    let mut lowest = (1.0, String::new());
+    for ((text, fast), exact) in texts.iter().zip(fast).zip(exact) {
+        let similarity = cosine(&fast.expect("embeds"), &exact.expect("embeds"));
+        let label: String = text.chars().take(30).collect();
+        eprintln!("{label:?}: int8 embedding cosine {similarity:.6}");
+        if similarity < lowest.0 {
+            lowest = (similarity, label);
+        }
+    }
+    assert!(lowest.0 >= 0.999, "{:?}: cosine {:.6}", lowest.1, lowest.0);
+    let kernel =
+        aegis_kernels::KernelKind::detect_int8().unwrap_or_else(aegis_kernels::KernelKind::detect);
+    assert!(int8.info().weight_format.starts_with(&format!(
+        "{} layers ({} kernels)",
+        kernel.weights(),
+        kernel.name()
+    )));
+}
+
 #[cfg(feature = "cuda")]
 mod cuda {
     use super::*;

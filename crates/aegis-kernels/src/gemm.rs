@@ -1,17 +1,26 @@
 //! `c = a · Wᵀ` with `W` packed once for the kernel that runs it: in bfloat16 pairs, `a` rounded
 //! to bfloat16 per call and products summed in f32 (AVX-512 BF16, or the same arithmetic in
-//! portable code), or in f32 throughout where the CPU has no bf16 dot product (AVX2 with FMA).
+//! portable code), or in f32 throughout where the CPU has no bf16 dot product (AVX2 with FMA), or
+//! in int8 with a scale per output and per row of `a` (AVX-512 VNNI), a weight format chosen
+//! rather than detected, since it rounds far more than bf16 does.
 //! Columns are split between threads, so each thread streams its own share of the weights once
 //! and writes disjoint columns of `c`.
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod f32_panels;
+mod int8;
 mod portable;
+#[cfg(target_arch = "x86_64")]
+mod quantize_avx512;
 mod tile;
+#[cfg(target_arch = "x86_64")]
+mod vnni;
 
 use crate::bf16::bf16_bits;
 use f32_panels::F32Matrix;
+use int8::Int8Matrix;
+pub use tile::BLOCK as INT8_BLOCK;
 use tile::{pack_rows, Output, PANEL};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
@@ -20,6 +29,10 @@ const PARALLEL_MIN_MACS: usize = 1 << 20;
 /// Which code runs the product: chosen once per process from what the CPU reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelKind {
+    /// `vpdpbusd` on 512-bit vectors, over int8 weights (a scale per output) and inputs
+    /// quantized per row at each product: twice `vdpbf16ps`'s multiply-adds an instruction and
+    /// half its weight bytes. Chosen by the encoder's weight format, never by [`Self::detect`].
+    Avx512Vnni,
     /// `vdpbf16ps` on 512-bit vectors, over bf16 weights and inputs.
     Avx512Bf16,
     /// f32 weights and inputs, fused multiply-adds on 256-bit vectors: for the CPUs most people
@@ -34,20 +47,32 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kind, fastest first: the dispatch order.
-    pub const ALL: [Self; 3] = [Self::Avx512Bf16, Self::Avx2Fma, Self::Portable];
+    pub const ALL: [Self; 4] = [
+        Self::Avx512Vnni,
+        Self::Avx512Bf16,
+        Self::Avx2Fma,
+        Self::Portable,
+    ];
 
     /// Every kind this CPU runs, fastest first (`Portable` always last).
     pub fn supported() -> Vec<Self> {
         Self::ALL.into_iter().filter(|k| k.available()).collect()
     }
 
+    /// Whether the kind quantizes weights and inputs to int8 (else it keeps bf16 or f32).
+    pub fn quantized(self) -> bool {
+        self.weights() == "int8"
+    }
+
     /// Whether this CPU has what the kind needs (checked once, then cached by std).
     pub fn available(self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
+            Self::Avx512Vnni => vnni::available(),
+            #[cfg(target_arch = "x86_64")]
             Self::Avx512Bf16 => avx512::available(),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::Avx512Bf16 => false,
+            Self::Avx512Vnni | Self::Avx512Bf16 => false,
             Self::Avx2Fma => f32_panels::avx2_available(),
             Self::Portable => true,
         }
@@ -56,6 +81,7 @@ impl KernelKind {
     /// What the kind needs of the CPU.
     pub fn needs(self) -> &'static str {
         match self {
+            Self::Avx512Vnni => "AVX-512F and AVX-512 VNNI",
             Self::Avx512Bf16 => "AVX-512F and AVX-512 BF16",
             Self::Avx2Fma => "AVX2 and FMA",
             Self::Portable => "nothing",
@@ -65,6 +91,9 @@ impl KernelKind {
     /// Why it is chosen where it is (the dispatch table `aegis bench` prints).
     pub fn why(self) -> &'static str {
         match self {
+            Self::Avx512Vnni => {
+                "64 int8 multiply-adds an instruction: the int8 weight format, where chosen"
+            }
             Self::Avx512Bf16 => "32 bf16 multiply-adds an instruction, weights and inputs in bf16",
             Self::Avx2Fma => {
                 "no bf16 dot product: f32 weights and FMA, since widening bf16 to f32 cost more \
@@ -77,13 +106,22 @@ impl KernelKind {
         }
     }
 
-    /// The fastest kind this CPU runs.
+    /// The fastest kind this CPU runs that keeps weights in bf16 or f32.
     pub fn detect() -> Self {
-        Self::supported()[0]
+        Self::supported()
+            .into_iter()
+            .find(|k| !k.quantized())
+            .unwrap_or(Self::Portable)
+    }
+
+    /// The int8 kind, where this CPU runs one.
+    pub fn detect_int8() -> Option<Self> {
+        Self::supported().into_iter().find(|k| k.quantized())
     }
 
     pub fn name(self) -> &'static str {
         match self {
+            Self::Avx512Vnni => "avx512-vnni",
             Self::Avx512Bf16 => "avx512-bf16",
             Self::Avx2Fma => "avx2-fma",
             Self::Portable => "portable",
@@ -93,6 +131,7 @@ impl KernelKind {
     /// The number format the weights are packed in for this kind.
     pub fn weights(self) -> &'static str {
         match self {
+            Self::Avx512Vnni => "int8",
             Self::Avx2Fma => "f32",
             Self::Avx512Bf16 | Self::Portable => "bf16",
         }
@@ -112,6 +151,7 @@ pub struct Matrix {
 enum Layout {
     Bf16(Bf16Matrix),
     F32(F32Matrix),
+    Int8(Int8Matrix),
 }
 
 impl std::fmt::Debug for Matrix {
@@ -171,6 +211,7 @@ impl Matrix {
     ) -> Self {
         let layout = match kind {
             KernelKind::Avx2Fma => Layout::F32(F32Matrix::pack(outputs, inputs, at)),
+            KernelKind::Avx512Vnni => Layout::Int8(Int8Matrix::pack(outputs, inputs, at)),
             KernelKind::Avx512Bf16 | KernelKind::Portable => {
                 Layout::Bf16(Bf16Matrix::pack(outputs, inputs, at))
             }
@@ -304,6 +345,22 @@ pub fn matmul(
                 f32_panels::run_panels(fast, a, rows, lda, matrix, panels, out);
             });
         }
+        Layout::Int8(matrix) => {
+            // Only `Avx512Vnni` packs this layout; without VNNI the portable tile runs.
+            let fast = w.kind.available();
+            let quantized = int8::quantize_rows(a, rows, lda, matrix.inputs, parallel);
+            split_panels(matrix.panels(), parallel, |panels| {
+                for panel in panels {
+                    #[cfg(target_arch = "x86_64")]
+                    if fast {
+                        vnni::panel(&quantized, rows, matrix, panel, out);
+                        continue;
+                    }
+                    let _ = fast;
+                    int8::portable_panel(&quantized, rows, matrix, panel, out);
+                }
+            });
+        }
     }
 }
 
@@ -335,8 +392,9 @@ mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
-    /// The product in f64 over the operands as `kind` reads them (rounded to bf16, or f32): what
-    /// each kernel must reach to within f32 summation error.
+    /// The product in f64 over the operands as `kind` reads them (rounded to bf16, f32, or
+    /// quantized to int8 and scaled back): what each kernel must reach to within f32 summation
+    /// error.
     fn reference(
         kind: KernelKind,
         a: &[f32],
@@ -345,6 +403,9 @@ mod tests {
         outputs: usize,
         inputs: usize,
     ) -> Vec<f64> {
+        if kind.quantized() {
+            return int8_reference(a, rows, w, outputs, inputs);
+        }
         let r = |x: f32| match kind.weights() {
             "bf16" => f64::from(bf16_to_f32(bf16_bits(x))),
             _ => f64::from(x),
@@ -354,6 +415,41 @@ mod tests {
             for o in 0..outputs {
                 c[i * outputs + o] = (0..inputs)
                     .map(|k| r(a[i * inputs + k]) * r(w[o * inputs + k]))
+                    .sum();
+            }
+        }
+        c
+    }
+
+    fn int8_reference(
+        a: &[f32],
+        rows: usize,
+        w: &[f32],
+        outputs: usize,
+        inputs: usize,
+    ) -> Vec<f64> {
+        let x = int8::quantize_rows(a, rows, inputs, inputs, false);
+        let m = Int8Matrix::pack(outputs, inputs, |o, i| w[o * inputs + i]);
+        let byte = |words: &[u32], i: usize| words[i / int8::QUAD].to_le_bytes()[i % int8::QUAD];
+        let mut c = vec![0.0; rows * outputs];
+        for r in 0..rows {
+            let row = &x.data[r * x.quads..(r + 1) * x.quads];
+            for o in 0..outputs {
+                let (panel, lane) = (o / PANEL, o % PANEL);
+                let weights = m.panel(panel);
+                c[r * outputs + o] = (0..x.blocks)
+                    .map(|block| {
+                        let sum: i32 = (block * int8::BLOCK..(block + 1) * int8::BLOCK)
+                            .map(|i| {
+                                let q_a = i32::from(byte(row, i)) - int8::ZERO_POINT;
+                                let word = weights[(i / int8::QUAD) * PANEL + lane];
+                                q_a * i32::from(word.to_le_bytes()[i % int8::QUAD] as i8)
+                            })
+                            .sum();
+                        f64::from(sum)
+                            * f64::from(m.panel_scales(panel)[block * PANEL + lane])
+                            * f64::from(x.scales[r * x.blocks + block])
+                    })
                     .sum();
             }
         }
@@ -431,6 +527,58 @@ mod tests {
                 assert_eq!(c, want, "{kind:?} {rows}x{outputs}");
             }
         }
+        // int8 rounds these values, so it is held to its own portable tile.
+        for (rows, outputs) in [(1, 16), (2, 8), (3, 1)] {
+            let inputs = 4;
+            let w: Vec<f32> = (0..outputs * inputs).map(|x| x as f32 * 0.25).collect();
+            let a: Vec<f32> = (0..rows * inputs).map(|x| 1.0 - x as f32 * 0.5).collect();
+            let matrix = Matrix::from_rows(KernelKind::Avx512Vnni, &w, outputs, inputs);
+            let mut c = vec![0.0f32; rows * outputs];
+            matmul(&a, rows, inputs, &matrix, &mut c, outputs, false);
+            assert_eq!(c, int8_portable(&a, rows, &matrix), "int8 {rows}x{outputs}");
+        }
+    }
+
+    /// `a · Wᵀ` by the portable int8 tile, for a matrix packed for the int8 kind.
+    fn int8_portable(a: &[f32], rows: usize, matrix: &Matrix) -> Vec<f32> {
+        let Layout::Int8(packed) = &matrix.layout else {
+            panic!("an int8 kind packs int8")
+        };
+        let (inputs, outputs) = (matrix.inputs, matrix.outputs);
+        let quantized = int8::quantize_rows(a, rows, inputs, inputs, false);
+        let mut c = vec![0f32; rows * outputs];
+        let out = Output::new(&mut c, outputs, outputs);
+        for panel in 0..packed.panels() {
+            int8::portable_panel(&quantized, rows, packed, panel, out);
+        }
+        c
+    }
+
+    #[test]
+    fn int8_on_vnni_gives_the_portable_tiles_bits_and_stays_near_the_f32_product() {
+        let (rows, outputs, inputs) = (19, 70, 130);
+        let mut seed = 7;
+        let a: Vec<f32> = (0..rows * inputs).map(|_| lcg(&mut seed)).collect();
+        let w: Vec<f32> = (0..outputs * inputs).map(|_| lcg(&mut seed)).collect();
+        let matrix = Matrix::from_rows(KernelKind::Avx512Vnni, &w, outputs, inputs);
+        let mut c = vec![0f32; rows * outputs];
+        matmul(&a, rows, inputs, &matrix, &mut c, outputs, true);
+        assert_eq!(
+            c,
+            int8_portable(&a, rows, &matrix),
+            "VNNI available: {}",
+            KernelKind::Avx512Vnni.available()
+        );
+        // Each operand is off by at most half a step of 1/127 of its row's largest value; over
+        // 130 products of values below 1 the error stays a small part of the product's size.
+        let exact = reference(KernelKind::Portable, &a, rows, &w, outputs, inputs);
+        let (mut error, mut size) = (0f64, 0f64);
+        for (got, want) in c.iter().zip(&exact) {
+            error += (f64::from(*got) - want).powi(2);
+            size += want.powi(2);
+        }
+        let relative = (error / size).sqrt();
+        assert!(relative < 0.02, "relative error {relative}");
     }
 
     #[test]

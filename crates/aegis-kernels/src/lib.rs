@@ -13,4 +13,4 @@ mod bf16;
 pub mod elementwise;
 mod gemm;
 
-pub use gemm::{matmul, KernelKind, Matrix};
+pub use gemm::{matmul, KernelKind, Matrix, INT8_BLOCK};

@@ -104,6 +104,9 @@ impl HeadsRead {
 pub struct GuardSetup {
     pub model: ModelSource,
     pub heads_read: HeadsRead,
+    /// How a local encoder computes its layers (`--encoder-weights`): the bf16 kernels, or int8
+    /// on a CPU with VNNI.
+    pub encoder_arithmetic: EncoderArithmetic,
     /// The templates folder (heads in its `heads/`).
     pub prompts: PathBuf,
     pub rejection: RejectionMode,
@@ -210,7 +213,7 @@ impl GuardSetup {
         let mut encoder = EmbeddingGemma::load_adapted(
             &folder,
             device,
-            EncoderArithmetic::Fast,
+            self.encoder_arithmetic,
             adapter.as_deref(),
         )
         .map_err(failed)?;

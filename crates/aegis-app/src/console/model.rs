@@ -57,6 +57,7 @@ impl Console {
             let setup = GuardSetup {
                 model,
                 heads_read: settings.heads_read().map_err(|e| e.to_string())?,
+                encoder_arithmetic: Default::default(),
                 prompts: prompts.map_err(|e| e.to_string())?,
                 rejection: settings.rejection_mode(),
                 language,

@@ -17,6 +17,7 @@ use crate::load_options::DeviceChoice;
 use crate::model::{CpuEncoder, EmbeddingStorage, Gemma3, WeightFormat};
 use crate::source::WeightFiles;
 use crate::tokenizer::GemmaTokenizer;
+use aegis_kernels::KernelKind;
 
 /// The prompt `config_sentence_transformers.json` names for classification.
 const TASK: &str = "Classification";
@@ -45,19 +46,42 @@ pub enum EncoderArithmetic {
     /// where it has neither AVX-512 BF16 nor AVX2): what the tests compare with `Exact` on any
     /// machine.
     Kernels,
+    /// The layers' weights and their inputs in int8, a scale per block of
+    /// [`aegis_kernels::INT8_BLOCK`] inputs on each side, on AVX-512 VNNI (twice bf16's
+    /// multiply-adds an instruction): embeddings within cosine 0.999 of [`Self::Exact`]'s, not
+    /// bf16's 0.9999. Where the CPU has no VNNI, or on a GPU, as [`Self::Fast`].
+    Int8,
+}
+
+impl std::str::FromStr for EncoderArithmetic {
+    type Err = String;
+
+    /// The user's words for it: `auto` (the device's fastest that keeps bf16's agreement),
+    /// `precise` (today the same), `int8`.
+    fn from_str(raw: &str) -> std::result::Result<Self, String> {
+        match raw.trim() {
+            "auto" | "" | "precise" => Ok(Self::Fast),
+            "int8" => Ok(Self::Int8),
+            other => Err(format!(
+                "unknown encoder weights {other:?}: use auto, precise or int8"
+            )),
+        }
+    }
 }
 
 impl EncoderArithmetic {
-    /// Whether this choice runs the packed kernels on `device`.
-    fn uses_kernels(self, device: &candle_core::Device) -> bool {
-        device.is_cpu()
-            && match self {
-                Self::Fast => {
-                    aegis_kernels::KernelKind::detect() != aegis_kernels::KernelKind::Portable
-                }
-                Self::Exact => false,
-                Self::Kernels => true,
-            }
+    /// The kernel kind that runs the layers on `device`, or `None` for candle.
+    fn layer_kernel(self, device: &candle_core::Device) -> Option<KernelKind> {
+        if !device.is_cpu() {
+            return None;
+        }
+        let precise = KernelKind::detect();
+        match self {
+            Self::Exact => None,
+            Self::Kernels => Some(precise),
+            Self::Int8 => KernelKind::detect_int8().or(Self::Fast.layer_kernel(device)),
+            Self::Fast => (precise != KernelKind::Portable).then_some(precise),
+        }
     }
 }
 
@@ -282,10 +306,13 @@ impl EmbeddingGemma {
             }
             weight_files.push(path.to_path_buf());
         }
-        let (model, layers_format) = if arithmetic.uses_kernels(&device) {
-            let packed = CpuEncoder::pack(model)?;
-            let kernel = packed.kernel();
-            let name = format!("{} layers ({} kernels)", kernel.weights(), kernel.name());
+        let (model, layers_format) = if let Some(kernel) = arithmetic.layer_kernel(&device) {
+            let packed = CpuEncoder::pack(model, kernel)?;
+            let mut name = format!("{} layers ({} kernels)", kernel.weights(), kernel.name());
+            if kernel.quantized() {
+                // The block size decides the numbers: cached features key by it.
+                name += &format!(", blocks of {}", aegis_kernels::INT8_BLOCK);
+            }
             (Backbone::Kernels(packed), name)
         } else {
             (Backbone::Candle(model), format!("{} layers", format.name()))

@@ -42,7 +42,9 @@ struct PackedLayer {
 
 pub struct CpuEncoder {
     config: Gemma3Config,
-    kernel: KernelKind,
+    /// What runs attention's products, whose operands are made per message: never int8, whose
+    /// per-row scales would quantize each key and value afresh for a small share of the work.
+    attention_kernel: KernelKind,
     embedding: Embedding,
     layers: Vec<PackedLayer>,
     final_norm: RmsNorm,
@@ -80,9 +82,9 @@ fn columns(
 }
 
 impl CpuEncoder {
-    /// Packs a CPU encoder's layers (consuming it, one layer at a time, so the f32 weights and
-    /// the packed ones are never both held whole).
-    pub fn pack(model: Gemma3) -> Result<Self> {
+    /// Packs a CPU encoder's layers for `kernel` (consuming it, one layer at a time, so the f32
+    /// weights and the packed ones are never both held whole).
+    pub fn pack(model: Gemma3, kernel: KernelKind) -> Result<Self> {
         if !model.device.is_cpu() || !model.config.bidirectional {
             return Err(EngineError::Unsupported(
                 "packed kernels run a CPU encoder only",
@@ -94,7 +96,6 @@ impl CpuEncoder {
             cfg.num_heads * cfg.head_dim,
             cfg.num_kv_heads * cfg.head_dim,
         );
-        let kernel = KernelKind::detect();
         let mut layers = Vec::with_capacity(model.layers.len());
         for layer in model.layers {
             let (q, k, v) = (
@@ -124,7 +125,11 @@ impl CpuEncoder {
         Ok(Self {
             eps: cfg.rms_norm_eps as f32,
             config: cfg,
-            kernel,
+            attention_kernel: if kernel.quantized() {
+                KernelKind::detect()
+            } else {
+                kernel
+            },
             embedding: model.embedding,
             layers,
             final_norm: model.final_norm,
@@ -135,11 +140,6 @@ impl CpuEncoder {
 
     pub fn config(&self) -> &Gemma3Config {
         &self.config
-    }
-
-    /// Which product code runs (`avx512-bf16`, `avx2-fma` or `portable`).
-    pub fn kernel(&self) -> KernelKind {
-        self.kernel
     }
 
     /// As [`Gemma3::forward_independent_taps`]: the residual stream after each of `taps`, each
@@ -357,8 +357,8 @@ impl CpuEncoder {
                 q_width + (cfg.num_kv_heads + group) * head_dim,
                 head_dim,
             );
-            let keys = Matrix::from_rows(self.kernel, &keys, n, head_dim);
-            let values = Matrix::from_columns(self.kernel, &values, n, head_dim);
+            let keys = Matrix::from_rows(self.attention_kernel, &keys, n, head_dim);
+            let values = Matrix::from_columns(self.attention_kernel, &values, n, head_dim);
             let mut queries = Vec::with_capacity(per_kv * n * head_dim);
             for head in group * per_kv..(group + 1) * per_kv {
                 queries.extend(columns(

@@ -8,6 +8,17 @@ pub(crate) const PANEL: usize = 32;
 /// Rows of `a` a tile computes at once (16 accumulators, 2 weight vectors, 1 broadcast).
 pub(crate) const TILE_ROWS: usize = 8;
 
+/// The int8 layout's unsigned byte that stands for an input of zero.
+pub(crate) const ZERO_POINT: i32 = 128;
+/// Inputs per 32-bit lane of `vpdpbusd`.
+pub(crate) const QUAD: usize = 4;
+/// Inputs that share a scale, on each side of the int8 product (see `int8`).
+pub const BLOCK: usize = 64;
+/// Quads per block.
+pub(crate) const BLOCK_QUADS: usize = BLOCK / QUAD;
+/// Rows of the input an int8 tile computes at once: 12 i32 sums and 12 f32 totals in registers.
+pub(crate) const INT8_TILE_ROWS: usize = 6;
+
 /// `a` rounded to bf16 pairs, row by row.
 pub(crate) struct PackedRows {
     pub(crate) data: Vec<u32>,

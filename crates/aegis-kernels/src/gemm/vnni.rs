@@ -1,0 +1,143 @@
+//! The int8 product on AVX-512 VNNI: a tile of up to [`INT8_TILE_ROWS`] rows by one [`PANEL`] of
+//! outputs keeps 12 i32 block sums and 12 f32 totals; within a block each step broadcasts one
+//! quad of a row's shifted input bytes and issues two `vpdpbusd` (64 multiply-adds each) against
+//! the panel's two weight vectors; at the block's end each sum is scaled and added to its total
+//! in one fused multiply-add, as the portable tile does it. The sums start at minus the block's
+//! offsets, so no subtraction is left for the block's end: three vector operations a block for
+//! every sixteen `vpdpbusd`.
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::{
+    __m512, __m512i, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps, _mm512_loadu_ps,
+    _mm512_loadu_si512, _mm512_mask_storeu_ps, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
+    _mm512_setzero_ps, _mm512_storeu_ps,
+};
+
+use super::int8::{Int8Matrix, QuantizedRows};
+use super::tile::{Output, PANEL};
+use super::tile::{BLOCK_QUADS, INT8_TILE_ROWS};
+
+pub(super) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vnni")
+}
+
+/// What a tile reads: its rows' quads and block scales, and the panel's weights, block scales
+/// and block offsets.
+#[derive(Clone, Copy)]
+struct TileInputs {
+    a: *const u32,
+    row_scales: *const f32,
+    quads: usize,
+    blocks: usize,
+    weights: *const u32,
+    scales: *const f32,
+    offsets: *const i32,
+}
+
+type Tile = unsafe fn(TileInputs, *mut f32, usize, usize);
+
+/// The tile for each block height, 1 to [`INT8_TILE_ROWS`].
+const TILES: [Tile; INT8_TILE_ROWS] = [
+    tile::<1>, tile::<2>, tile::<3>, tile::<4>, tile::<5>, tile::<6>,
+];
+
+pub(super) fn panel(
+    a: &QuantizedRows,
+    rows: usize,
+    matrix: &Int8Matrix,
+    panel: usize,
+    out: Output,
+) {
+    let first_column = panel * PANEL;
+    let columns = PANEL.min(out.columns - first_column);
+    let (weights, scales, offsets) = (
+        matrix.panel(panel),
+        matrix.panel_scales(panel),
+        matrix.panel_offsets(panel),
+    );
+    debug_assert_eq!(weights.len(), a.quads * PANEL);
+    debug_assert_eq!(scales.len(), a.blocks * PANEL);
+    for start in (0..rows).step_by(INT8_TILE_ROWS) {
+        let height = INT8_TILE_ROWS.min(rows - start);
+        let a_rows = &a.data[start * a.quads..(start + height) * a.quads];
+        let row_scales = &a.scales[start * a.blocks..(start + height) * a.blocks];
+        let inputs = TileInputs {
+            a: a_rows.as_ptr(),
+            row_scales: row_scales.as_ptr(),
+            quads: a.quads,
+            blocks: a.blocks,
+            weights: weights.as_ptr(),
+            scales: scales.as_ptr(),
+            offsets: offsets.as_ptr(),
+        };
+        // SAFETY: `matmul` runs this only when `available()` says the CPU has the features,
+        // whatever kind its caller asked for; the tile reads `height` rows of `quads` quads and
+        // `blocks` scales, and the panel's `quads * PANEL` weights and `blocks * PANEL` scales
+        // and offsets, all sized so above (the input and the matrix are padded to the same
+        // whole blocks), and writes `columns` columns of `height` rows of `c` at row `start`,
+        // inside what `matmul` checked and owned by this panel alone.
+        unsafe {
+            let c = out.ptr().add(start * out.ldc + first_column);
+            TILES[height - 1](inputs, c, out.ldc, columns);
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512vnni,fma")]
+unsafe fn tile<const ROWS: usize>(t: TileInputs, c: *mut f32, ldc: usize, columns: usize) {
+    let mut total: [[__m512; 2]; ROWS] = [[_mm512_setzero_ps(); 2]; ROWS];
+    for block in 0..t.blocks {
+        let at = block * PANEL;
+        // Each sum starts at minus its block's offset, so what it ends at is the product's.
+        let start = [
+            _mm512_loadu_si512(t.offsets.add(at).cast::<__m512i>()),
+            _mm512_loadu_si512(t.offsets.add(at + 16).cast::<__m512i>()),
+        ];
+        let mut sums: [[__m512i; 2]; ROWS] = [start; ROWS];
+        for quad in block * BLOCK_QUADS..(block + 1) * BLOCK_QUADS {
+            let w = t.weights.add(quad * PANEL);
+            let w = [
+                _mm512_loadu_si512(w.cast::<__m512i>()),
+                _mm512_loadu_si512(w.add(16).cast::<__m512i>()),
+            ];
+            for (r, sums) in sums.iter_mut().enumerate() {
+                let x = _mm512_set1_epi32(*t.a.add(r * t.quads + quad) as i32);
+                sums[0] = _mm512_dpbusd_epi32(sums[0], x, w[0]);
+                sums[1] = _mm512_dpbusd_epi32(sums[1], x, w[1]);
+            }
+        }
+        let scales = [
+            _mm512_loadu_ps(t.scales.add(at)),
+            _mm512_loadu_ps(t.scales.add(at + 16)),
+        ];
+        for (r, (total, sums)) in total.iter_mut().zip(&sums).enumerate() {
+            let row_scale = _mm512_set1_ps(*t.row_scales.add(r * t.blocks + block));
+            for half in 0..2 {
+                total[half] = _mm512_fmadd_ps(
+                    _mm512_cvtepi32_ps(sums[half]),
+                    _mm512_mul_ps(scales[half], row_scale),
+                    total[half],
+                );
+            }
+        }
+    }
+    for (r, total) in total.iter().enumerate() {
+        let row = c.add(r * ldc);
+        for (half, &value) in total.iter().enumerate() {
+            let first = half * 16;
+            // Only formed when those columns exist: a pointer past the buffer is undefined
+            // behaviour even unused (a last row of 16 or fewer columns ends the buffer).
+            if columns <= first {
+                break;
+            }
+            let at = row.add(first);
+            let count = columns - first;
+            if count >= 16 {
+                _mm512_storeu_ps(at, value);
+            } else {
+                _mm512_mask_storeu_ps(at, ((1u32 << count) - 1) as u16, value);
+            }
+        }
+    }
+}
