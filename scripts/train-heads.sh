@@ -39,8 +39,12 @@ readings=()
 if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep -qx toxic; }; then
   readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl)
 fi
+# Features from the precise encoder (bf16 kernels), not the int8 one `auto` picks where the CPU
+# has VNNI: the shipped heads do not depend on int8's rounding, and scored on it they were
+# measured unchanged (README, "The encoder in int8").
 cargo run --release --locked -p aegis-cli -- train \
     --model default \
+    --encoder-weights precise \
     --prompts prompt_guard \
     --data prompt_guard/heads/dev-permissive.jsonl \
     --data prompt_guard/heads/train-1.jsonl \

@@ -71,14 +71,15 @@ pub fn adapt(
 }
 
 /// The encoder's content hash and every text's states below layer `first_layer`, read once on
-/// the fast path (and cached) so that training and embedding run only the adapted layers.
+/// the precise fast path (bf16, never int8; cached) so that training and embedding run only the
+/// adapted layers.
 fn lower_states(
     folder: &Path,
     texts: &[TrainingText],
     first_layer: usize,
     progress: &mut impl FnMut(Progress),
 ) -> Result<(String, Vec<Option<candle_core::Tensor>>)> {
-    let fast = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Fast)?;
+    let fast = EmbeddingGemma::load_with(folder, DeviceChoice::Cpu, EncoderArithmetic::Precise)?;
     let base_hash = fast.info().content_hash.clone();
     let strings: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
     let cache = cache_path(&base_hash, first_layer, &strings);

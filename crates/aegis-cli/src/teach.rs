@@ -357,7 +357,7 @@ async fn record_fingerprints(store: &Store, prompts: &std::path::Path) -> Result
         model: aegis_runtime::ModelSource::Local(aegis_engine::ModelRequest::new("default")),
         heads_read: aegis_runtime::HeadsRead::parse(aegis_runtime::DEFAULT_HEADS_READ)?,
         // The fingerprint is what the heads' own encoder gives: never a quantized one.
-        encoder_arithmetic: aegis_engine::EncoderArithmetic::Fast,
+        encoder_arithmetic: aegis_engine::EncoderArithmetic::Precise,
         prompts: prompts.to_path_buf(),
         rejection: aegis_guard::RejectionMode::chosen(false),
         language: None,
