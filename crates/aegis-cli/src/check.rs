@@ -218,7 +218,7 @@ fn print_table(verdict: &Verdict, model: &aegis_engine::ModelInfo) {
 
 /// Messages being checked at once: enough for the worker to fill a batch, and a bad row still
 /// fails only itself.
-const CHECKS_IN_FLIGHT: usize = 16;
+const CHECKS_IN_FLIGHT: usize = 64;
 
 /// Streams a verdict per row as JSONL; `conversation` results name the turn each checked.
 async fn check_rows(
