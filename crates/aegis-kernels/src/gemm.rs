@@ -404,7 +404,7 @@ mod tests {
         inputs: usize,
     ) -> Vec<f64> {
         if kind.quantized() {
-            return int8_reference(a, rows, w, outputs, inputs);
+            return int8::reference(a, rows, w, outputs, inputs);
         }
         let r = |x: f32| match kind.weights() {
             "bf16" => f64::from(bf16_to_f32(bf16_bits(x))),
@@ -415,41 +415,6 @@ mod tests {
             for o in 0..outputs {
                 c[i * outputs + o] = (0..inputs)
                     .map(|k| r(a[i * inputs + k]) * r(w[o * inputs + k]))
-                    .sum();
-            }
-        }
-        c
-    }
-
-    fn int8_reference(
-        a: &[f32],
-        rows: usize,
-        w: &[f32],
-        outputs: usize,
-        inputs: usize,
-    ) -> Vec<f64> {
-        let x = int8::quantize_rows(a, rows, inputs, inputs, false);
-        let m = Int8Matrix::pack(outputs, inputs, |o, i| w[o * inputs + i]);
-        let byte = |words: &[u32], i: usize| words[i / int8::QUAD].to_le_bytes()[i % int8::QUAD];
-        let mut c = vec![0.0; rows * outputs];
-        for r in 0..rows {
-            let row = &x.data[r * x.quads..(r + 1) * x.quads];
-            for o in 0..outputs {
-                let (panel, lane) = (o / PANEL, o % PANEL);
-                let weights = m.panel(panel);
-                c[r * outputs + o] = (0..x.blocks)
-                    .map(|block| {
-                        let sum: i32 = (block * int8::BLOCK..(block + 1) * int8::BLOCK)
-                            .map(|i| {
-                                let q_a = i32::from(byte(row, i)) - int8::ZERO_POINT;
-                                let word = weights[(i / int8::QUAD) * PANEL + lane];
-                                q_a * i32::from(word.to_le_bytes()[i % int8::QUAD] as i8)
-                            })
-                            .sum();
-                        f64::from(sum)
-                            * f64::from(m.panel_scales(panel)[block * PANEL + lane])
-                            * f64::from(x.scales[r * x.blocks + block])
-                    })
                     .sum();
             }
         }

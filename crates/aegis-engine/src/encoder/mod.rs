@@ -3,13 +3,15 @@
 //! a multilingual Gemma 3 encoder, so a head trained on English abuse can recognise Indonesian.
 
 mod adapter;
+mod arithmetic;
 mod bf16_copy;
 mod embedding_gemma;
 mod source;
 
 pub use adapter::{EncoderAdapter, LowRankUpdate, Projection};
+pub use arithmetic::EncoderArithmetic;
 pub use bf16_copy::write_bf16_copy;
-pub use embedding_gemma::{EmbeddingGemma, EncoderArithmetic};
+pub use embedding_gemma::EmbeddingGemma;
 pub use source::{default_encoder_dir, resolve_encoder, EncoderSpec};
 
 use crate::cost::ComputePlan;

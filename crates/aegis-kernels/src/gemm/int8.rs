@@ -254,6 +254,44 @@ pub(crate) fn portable_panel(
     }
 }
 
+/// The product in f64 over the quantized operands, block by block: what the int8 tiles must reach
+/// to within f32 rounding.
+#[cfg(test)]
+pub(super) fn reference(
+    a: &[f32],
+    rows: usize,
+    w: &[f32],
+    outputs: usize,
+    inputs: usize,
+) -> Vec<f64> {
+    let x = quantize_rows(a, rows, inputs, inputs, false);
+    let m = Int8Matrix::pack(outputs, inputs, |o, i| w[o * inputs + i]);
+    let byte = |words: &[u32], i: usize| words[i / QUAD].to_le_bytes()[i % QUAD];
+    let mut c = vec![0.0; rows * outputs];
+    for r in 0..rows {
+        let row = &x.data[r * x.quads..(r + 1) * x.quads];
+        for o in 0..outputs {
+            let (panel, lane) = (o / PANEL, o % PANEL);
+            let weights = m.panel(panel);
+            c[r * outputs + o] = (0..x.blocks)
+                .map(|block| {
+                    let sum: i32 = (block * BLOCK..(block + 1) * BLOCK)
+                        .map(|i| {
+                            let q_a = i32::from(byte(row, i)) - ZERO_POINT;
+                            let word = weights[(i / QUAD) * PANEL + lane];
+                            q_a * i32::from(word.to_le_bytes()[i % QUAD] as i8)
+                        })
+                        .sum();
+                    f64::from(sum)
+                        * f64::from(m.panel_scales(panel)[block * PANEL + lane])
+                        * f64::from(x.scales[r * x.blocks + block])
+                })
+                .sum();
+        }
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
