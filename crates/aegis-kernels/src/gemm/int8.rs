@@ -93,6 +93,15 @@ impl Int8Matrix {
         &self.data[panel * len..(panel + 1) * len]
     }
 
+    /// One panel's weights, scales and offsets, as a tile reads them.
+    pub(crate) fn panel_parts(&self, panel: usize) -> (&[u32], &[f32], &[i32]) {
+        (
+            self.panel(panel),
+            self.panel_scales(panel),
+            self.panel_offsets(panel),
+        )
+    }
+
     /// One panel's scales, block by block, [`PANEL`] each.
     pub(crate) fn panel_scales(&self, panel: usize) -> &[f32] {
         let len = self.blocks() * PANEL;
@@ -215,11 +224,7 @@ pub(crate) fn portable_panel(
 ) {
     let first_column = panel * PANEL;
     let columns = PANEL.min(out.columns - first_column);
-    let (weights, scales, offsets) = (
-        matrix.panel(panel),
-        matrix.panel_scales(panel),
-        matrix.panel_offsets(panel),
-    );
+    let (weights, scales, offsets) = matrix.panel_parts(panel);
     for row in 0..rows {
         let x = &a.data[row * a.quads..(row + 1) * a.quads];
         let mut total = [0f32; PANEL];

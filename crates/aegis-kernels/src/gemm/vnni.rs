@@ -51,11 +51,7 @@ pub(super) fn panel(
 ) {
     let first_column = panel * PANEL;
     let columns = PANEL.min(out.columns - first_column);
-    let (weights, scales, offsets) = (
-        matrix.panel(panel),
-        matrix.panel_scales(panel),
-        matrix.panel_offsets(panel),
-    );
+    let (weights, scales, offsets) = matrix.panel_parts(panel);
     debug_assert_eq!(weights.len(), a.quads * PANEL);
     debug_assert_eq!(scales.len(), a.blocks * PANEL);
     for start in (0..rows).step_by(INT8_TILE_ROWS) {
