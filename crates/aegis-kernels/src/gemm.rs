@@ -7,6 +7,8 @@
 //! and writes disjoint columns of `c`.
 
 #[cfg(target_arch = "x86_64")]
+mod amx;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 mod f32_panels;
 mod int8;
@@ -21,14 +23,22 @@ use crate::bf16::bf16_bits;
 use f32_panels::F32Matrix;
 use int8::Int8Matrix;
 pub use tile::BLOCK as INT8_BLOCK;
-use tile::{pack_rows, Output, PANEL};
+use tile::{pack_rows, Output, AMX_TILE, PANEL};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
 
+/// Kernel kinds (by [`KernelKind::name`], comma-separated) the encoder must not pick though the
+/// CPU has them: to compare kinds side by side on one machine, or to step around one.
+pub const KERNELS_OFF_ENV: &str = "AEGIS_CPU_KERNELS_OFF";
+
 /// Which code runs the product: chosen once per process from what the CPU reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelKind {
+    /// AMX tiles (Intel Xeon since Sapphire Rapids): `tdpbf16ps` multiplies a 16 × 32 bf16 tile
+    /// by a 32 × 16 one, 256 times `vdpbf16ps`'s multiply-adds an instruction, over the same bf16
+    /// weights and inputs with f32 sums.
+    AmxBf16,
     /// `vpdpbusd` on 512-bit vectors, over int8 weights (a scale per output) and inputs
     /// quantized per row at each product: twice `vdpbf16ps`'s multiply-adds an instruction and
     /// half its weight bytes. Chosen by the encoder's weight format, never by [`Self::detect`].
@@ -47,16 +57,23 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kind, fastest first: the dispatch order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
+        Self::AmxBf16,
         Self::Avx512Vnni,
         Self::Avx512Bf16,
         Self::Avx2Fma,
         Self::Portable,
     ];
 
-    /// Every kind this CPU runs, fastest first (`Portable` always last).
+    /// Every kind this CPU runs, fastest first (`Portable` always last), less those named in
+    /// [`KERNELS_OFF_ENV`].
     pub fn supported() -> Vec<Self> {
-        Self::ALL.into_iter().filter(|k| k.available()).collect()
+        let off = std::env::var(KERNELS_OFF_ENV).unwrap_or_default();
+        let off: Vec<&str> = off.split(',').map(str::trim).collect();
+        Self::ALL
+            .into_iter()
+            .filter(|k| k.available() && (*k == Self::Portable || !off.contains(&k.name())))
+            .collect()
     }
 
     /// Whether the kind quantizes weights and inputs to int8 (else it keeps bf16 or f32).
@@ -68,11 +85,13 @@ impl KernelKind {
     pub fn available(self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
+            Self::AmxBf16 => amx::available(),
+            #[cfg(target_arch = "x86_64")]
             Self::Avx512Vnni => vnni::available(),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512Bf16 => avx512::available(),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::Avx512Vnni | Self::Avx512Bf16 => false,
+            Self::AmxBf16 | Self::Avx512Vnni | Self::Avx512Bf16 => false,
             Self::Avx2Fma => f32_panels::avx2_available(),
             Self::Portable => true,
         }
@@ -81,6 +100,7 @@ impl KernelKind {
     /// What the kind needs of the CPU.
     pub fn needs(self) -> &'static str {
         match self {
+            Self::AmxBf16 => "AMX-TILE and AMX-BF16, and Linux granting the tile state",
             Self::Avx512Vnni => "AVX-512F and AVX-512 VNNI",
             Self::Avx512Bf16 => "AVX-512F and AVX-512 BF16",
             Self::Avx2Fma => "AVX2 and FMA",
@@ -91,6 +111,10 @@ impl KernelKind {
     /// Why it is chosen where it is (the dispatch table `aegis bench` prints).
     pub fn why(self) -> &'static str {
         match self {
+            Self::AmxBf16 => {
+                "8,192 bf16 multiply-adds an instruction on tiles of 16 rows, the same bf16 \
+                 arithmetic as avx512-bf16"
+            }
             Self::Avx512Vnni => {
                 "64 int8 multiply-adds an instruction: the int8 weight format, where chosen"
             }
@@ -121,6 +145,7 @@ impl KernelKind {
 
     pub fn name(self) -> &'static str {
         match self {
+            Self::AmxBf16 => "amx-bf16",
             Self::Avx512Vnni => "avx512-vnni",
             Self::Avx512Bf16 => "avx512-bf16",
             Self::Avx2Fma => "avx2-fma",
@@ -133,7 +158,7 @@ impl KernelKind {
         match self {
             Self::Avx512Vnni => "int8",
             Self::Avx2Fma => "f32",
-            Self::Avx512Bf16 | Self::Portable => "bf16",
+            Self::AmxBf16 | Self::Avx512Bf16 | Self::Portable => "bf16",
         }
     }
 }
@@ -212,8 +237,14 @@ impl Matrix {
         let layout = match kind {
             KernelKind::Avx2Fma => Layout::F32(F32Matrix::pack(outputs, inputs, at)),
             KernelKind::Avx512Vnni => Layout::Int8(Int8Matrix::pack(outputs, inputs, at)),
+            KernelKind::AmxBf16 => Layout::Bf16(Bf16Matrix::pack(
+                outputs,
+                inputs,
+                inputs.div_ceil(2).next_multiple_of(AMX_TILE),
+                at,
+            )),
             KernelKind::Avx512Bf16 | KernelKind::Portable => {
-                Layout::Bf16(Bf16Matrix::pack(outputs, inputs, at))
+                Layout::Bf16(Bf16Matrix::pack(outputs, inputs, inputs.div_ceil(2), at))
             }
         };
         Self {
@@ -240,21 +271,23 @@ impl Matrix {
 
 /// The bf16 layout: panels of [`PANEL`] outputs; within a panel, for each pair of inputs
 /// `(2k, 2k + 1)`, the panel's outputs' two weights as one u32 (bf16 low, bf16 high), the layout
-/// AVX-512 BF16's `vdpbf16ps` reads. Padding (outputs past the last, an odd last input) is zero.
+/// AVX-512 BF16's `vdpbf16ps` reads. Padding (outputs past the last, an odd last input, pairs
+/// past the inputs' for AMX's whole tiles) is zero.
 #[derive(Clone)]
 struct Bf16Matrix {
     inputs: usize,
     outputs: usize,
+    pairs: usize,
     data: Vec<u32>,
 }
 
 impl Bf16Matrix {
-    fn pack(outputs: usize, inputs: usize, at: impl Fn(usize, usize) -> f32) -> Self {
-        let pairs = inputs.div_ceil(2);
+    fn pack(outputs: usize, inputs: usize, pairs: usize, at: impl Fn(usize, usize) -> f32) -> Self {
         let panels = outputs.div_ceil(PANEL);
         let mut data = vec![0u32; panels * pairs * PANEL];
         for panel in 0..panels {
-            for pair in 0..pairs {
+            // Pairs past the inputs' stay zero.
+            for pair in 0..inputs.div_ceil(2) {
                 let base = (panel * pairs + pair) * PANEL;
                 for lane in 0..PANEL {
                     let o = panel * PANEL + lane;
@@ -275,12 +308,13 @@ impl Bf16Matrix {
         Self {
             inputs,
             outputs,
+            pairs,
             data,
         }
     }
 
     fn pairs(&self) -> usize {
-        self.inputs.div_ceil(2)
+        self.pairs
     }
 
     fn panels(&self) -> usize {
@@ -324,16 +358,30 @@ pub fn matmul(
             // A kind is a request, not a promise: safe code can pack for `Avx512Bf16` on any
             // CPU, so the features are checked here, where the unsafe kernel is chosen (the
             // check is cached).
-            let fast = w.kind == KernelKind::Avx512Bf16 && w.kind.available();
-            let packed = pack_rows(a, rows, lda, matrix.inputs);
+            // AMX's layout (pairs padded to whole tiles) is read by the others where AMX is not
+            // granted: the padding is zeros on both sides.
+            let tiles = w.kind == KernelKind::AmxBf16 && w.kind.available();
+            let fast = KernelKind::Avx512Bf16.available()
+                && matches!(w.kind, KernelKind::Avx512Bf16 | KernelKind::AmxBf16);
+            let padded_rows = if tiles {
+                rows.next_multiple_of(AMX_TILE)
+            } else {
+                rows
+            };
+            let packed = pack_rows(a, rows, lda, matrix.inputs, matrix.pairs(), padded_rows);
             split_panels(matrix.panels(), parallel, |panels| {
                 for panel in panels {
+                    #[cfg(target_arch = "x86_64")]
+                    if tiles {
+                        amx::panel(&packed, rows, matrix.panel(panel), panel, out);
+                        continue;
+                    }
                     #[cfg(target_arch = "x86_64")]
                     if fast {
                         avx512::panel(&packed, rows, matrix.panel(panel), panel, out);
                         continue;
                     }
-                    let _ = fast;
+                    let _ = (tiles, fast);
                     portable::panel(&packed, rows, matrix.panel(panel), panel, out);
                 }
             });
@@ -475,6 +523,7 @@ mod tests {
         // forms no pointer past it. The values are exact in bf16 and their sums in f32, so every
         // kind gives the same bits.
         for kind in [
+            KernelKind::AmxBf16,
             KernelKind::Avx512Bf16,
             KernelKind::Avx2Fma,
             KernelKind::Portable,
@@ -544,6 +593,24 @@ mod tests {
         }
         let relative = (error / size).sqrt();
         assert!(relative < 0.02, "relative error {relative}");
+    }
+
+    #[test]
+    fn the_amx_layout_gives_the_product_on_any_cpu_and_amx_runs_only_where_granted() {
+        // Pairs padded to whole tiles, read by the tiles where Linux grants them and by the
+        // AVX-512 BF16 or portable kernel elsewhere: the same product either way. Shapes with
+        // one and two row tiles, partial row, column and pair tiles, and several panels.
+        for (rows, outputs, inputs) in [(1, 16, 32), (16, 32, 64), (33, 48, 770), (5, 70, 130)] {
+            check(KernelKind::AmxBf16, rows, outputs, inputs, false);
+            check(KernelKind::AmxBf16, rows, outputs, inputs, true);
+        }
+        if KernelKind::AmxBf16.available() {
+            eprintln!("AMX-BF16 granted: the products above ran on tiles");
+        } else {
+            eprintln!("no AMX-BF16 on this CPU (or not granted): the tile kernel is not selected");
+            assert_ne!(KernelKind::detect(), KernelKind::AmxBf16);
+            assert!(!KernelKind::supported().contains(&KernelKind::AmxBf16));
+        }
     }
 
     #[test]

@@ -14,4 +14,4 @@ mod bf16;
 pub mod elementwise;
 mod gemm;
 
-pub use gemm::{matmul, KernelKind, Matrix, INT8_BLOCK};
+pub use gemm::{matmul, KernelKind, Matrix, INT8_BLOCK, KERNELS_OFF_ENV};

@@ -7,6 +7,8 @@ use crate::bf16::pack_pairs;
 pub(crate) const PANEL: usize = 32;
 /// Rows of `a` a tile computes at once (16 accumulators, 2 weight vectors, 1 broadcast).
 pub(crate) const TILE_ROWS: usize = 8;
+/// Rows of an AMX tile, and input pairs in one of its rows: the AMX layout pads both to it.
+pub(crate) const AMX_TILE: usize = 16;
 
 /// The int8 layout's unsigned byte that stands for an input of zero.
 pub(crate) const ZERO_POINT: i32 = 128;
@@ -25,11 +27,23 @@ pub(crate) struct PackedRows {
     pub(crate) pairs: usize,
 }
 
-pub(crate) fn pack_rows(a: &[f32], rows: usize, lda: usize, inputs: usize) -> PackedRows {
-    let pairs = inputs.div_ceil(2);
-    let mut data = vec![0u32; rows * pairs];
-    for (row, out) in data.chunks_exact_mut(pairs).enumerate() {
-        pack_pairs(&a[row * lda..row * lda + inputs], out);
+/// `rows` rows of `inputs` from `a`, in `pairs` pairs a row (at least `inputs / 2` rounded up;
+/// past that, zeros), then zero rows up to `padded_rows`.
+pub(crate) fn pack_rows(
+    a: &[f32],
+    rows: usize,
+    lda: usize,
+    inputs: usize,
+    pairs: usize,
+    padded_rows: usize,
+) -> PackedRows {
+    debug_assert!(pairs >= inputs.div_ceil(2) && padded_rows >= rows);
+    let mut data = vec![0u32; padded_rows * pairs];
+    for (row, out) in data.chunks_exact_mut(pairs).take(rows).enumerate() {
+        pack_pairs(
+            &a[row * lda..row * lda + inputs],
+            &mut out[..inputs.div_ceil(2)],
+        );
     }
     PackedRows { data, pairs }
 }
