@@ -8,6 +8,8 @@
 #   scripts/bench-cpu-kernels.sh pack       # build, strip and bundle into target/cpu-kernels/ (about
 #                                           # 15 MB) for a machine without Rust (the device tool's)
 #   BUNDLE=target/cpu-kernels scripts/bench-cpu-kernels.sh   # there: run the bundle
+#   BASELINE=DIR ...                        # also another build's gemm-bench and encoder-bench,
+#                                           # each run just before this build's, side by side
 #
 # The encoder: AEGIS_ENCODER_DIR or the cache scripts/setup-encoder.sh fills; where neither holds
 # one (a machine the 1.2 GB cannot reach), a synthetic folder of the real shape and random weights
@@ -53,11 +55,21 @@ uname -r
 echo "## kernel tests"
 "$BUNDLE/kernels-tests" --nocapture --test-threads 1 2>&1 || echo "kernel tests: exit $?"
 
+# Each bench of this build, after the same bench of BASELINE's where one is given.
+side_by_side() { # name, then the command with BIN standing for the bench's folder
+  local name="$1" dir
+  shift
+  for dir in ${BASELINE:+"$BASELINE"} "$BUNDLE"; do
+    echo "# $dir"
+    "${@//BIN/$dir}" || echo "$name: exit $?"
+  done
+}
+
 echo "## kernels, GFLOP/s (cargo bench -p aegis-kernels)"
-"${pin[@]}" "$BUNDLE/gemm-bench" || echo "gemm bench: exit $?"
+side_by_side gemm "${pin[@]}" BIN/gemm-bench
 if (($(nproc) > threads)); then
   echo "## kernels on all $(nproc) cores"
-  RAYON_NUM_THREADS="$(nproc)" "$BUNDLE/gemm-bench" || echo "gemm bench: exit $?"
+  RAYON_NUM_THREADS="$(nproc)" side_by_side gemm BIN/gemm-bench
 fi
 
 encoder="${AEGIS_ENCODER_DIR:-$HOME/.cache/aegis/models/embeddinggemma-300m}"
@@ -72,10 +84,11 @@ fi
 export AEGIS_ENCODER_DIR="$encoder"
 
 echo "## encoder, every kind this CPU runs"
-"${pin[@]}" "$BUNDLE/encoder-bench" || echo "encoder bench: exit $?"
+side_by_side encoder "${pin[@]}" BIN/encoder-bench
 if grep -q amx_bf16 /proc/cpuinfo; then
   echo "## encoder, precise without AMX (AEGIS_CPU_KERNELS_OFF=amx-bf16)"
-  AEGIS_CPU_KERNELS_OFF=amx-bf16 AEGIS_BENCH_ENCODER_WEIGHTS=precise "${pin[@]}" "$BUNDLE/encoder-bench" || echo "encoder bench: exit $?"
+  AEGIS_CPU_KERNELS_OFF=amx-bf16 AEGIS_BENCH_ENCODER_WEIGHTS=precise \
+    side_by_side encoder "${pin[@]}" BIN/encoder-bench
 fi
 
 echo "## the encoder's agreement tests (kernels against candle's f32)"

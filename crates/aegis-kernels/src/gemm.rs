@@ -10,6 +10,7 @@
 mod amx;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod bf16_matrix;
 mod f32_panels;
 mod int8;
 mod portable;
@@ -19,11 +20,11 @@ mod tile;
 #[cfg(target_arch = "x86_64")]
 mod vnni;
 
-use crate::bf16::bf16_bits;
+use bf16_matrix::Bf16Matrix;
 use f32_panels::F32Matrix;
 use int8::Int8Matrix;
 pub use tile::BLOCK as INT8_BLOCK;
-use tile::{pack_rows, Output, AMX_TILE, PANEL};
+use tile::{pack_rows, Output, AMX_TILE};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
@@ -269,65 +270,6 @@ impl Matrix {
     }
 }
 
-/// The bf16 layout: panels of [`PANEL`] outputs; within a panel, for each pair of inputs
-/// `(2k, 2k + 1)`, the panel's outputs' two weights as one u32 (bf16 low, bf16 high), the layout
-/// AVX-512 BF16's `vdpbf16ps` reads. Padding (outputs past the last, an odd last input, pairs
-/// past the inputs' for AMX's whole tiles) is zero.
-#[derive(Clone)]
-struct Bf16Matrix {
-    inputs: usize,
-    outputs: usize,
-    pairs: usize,
-    data: Vec<u32>,
-}
-
-impl Bf16Matrix {
-    fn pack(outputs: usize, inputs: usize, pairs: usize, at: impl Fn(usize, usize) -> f32) -> Self {
-        let panels = outputs.div_ceil(PANEL);
-        let mut data = vec![0u32; panels * pairs * PANEL];
-        for panel in 0..panels {
-            // Pairs past the inputs' stay zero.
-            for pair in 0..inputs.div_ceil(2) {
-                let base = (panel * pairs + pair) * PANEL;
-                for lane in 0..PANEL {
-                    let o = panel * PANEL + lane;
-                    if o >= outputs {
-                        break;
-                    }
-                    let (i, j) = (2 * pair, 2 * pair + 1);
-                    let low = u32::from(bf16_bits(at(o, i)));
-                    let high = if j < inputs {
-                        u32::from(bf16_bits(at(o, j)))
-                    } else {
-                        0
-                    };
-                    data[base + lane] = low | (high << 16);
-                }
-            }
-        }
-        Self {
-            inputs,
-            outputs,
-            pairs,
-            data,
-        }
-    }
-
-    fn pairs(&self) -> usize {
-        self.pairs
-    }
-
-    fn panels(&self) -> usize {
-        self.outputs.div_ceil(PANEL)
-    }
-
-    /// One panel's packed weights.
-    fn panel(&self, panel: usize) -> &[u32] {
-        let len = self.pairs() * PANEL;
-        &self.data[panel * len..(panel + 1) * len]
-    }
-}
-
 /// `c[r, o] = Σ_i a[r, i] · W[o, i]` for `rows` rows of `a` (row stride `lda`) into `c` (row
 /// stride `ldc`), only the matrix's `outputs` columns written, by the kernel `w` was packed for.
 /// `parallel` lets it use rayon's threads when the product is large enough to repay them.
@@ -370,12 +312,12 @@ pub fn matmul(
             };
             let packed = pack_rows(a, rows, lda, matrix.inputs, matrix.pairs(), padded_rows);
             split_panels(matrix.panels(), parallel, |panels| {
+                #[cfg(target_arch = "x86_64")]
+                if tiles {
+                    amx::panels(&packed, rows, &matrix.data, panels, out);
+                    return;
+                }
                 for panel in panels {
-                    #[cfg(target_arch = "x86_64")]
-                    if tiles {
-                        amx::panel(&packed, rows, matrix.panel(panel), panel, out);
-                        continue;
-                    }
                     #[cfg(target_arch = "x86_64")]
                     if fast {
                         avx512::panel(&packed, rows, matrix.panel(panel), panel, out);
@@ -431,7 +373,7 @@ fn split_panels(panels: usize, parallel: bool, run: impl Fn(std::ops::Range<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bf16::bf16_to_f32;
+    use crate::bf16::{bf16_bits, bf16_to_f32};
 
     fn lcg(seed: &mut u64) -> f32 {
         *seed = seed

@@ -82,96 +82,159 @@ impl TileConfig {
     }
 }
 
-/// One panel of the product. `a` holds `rows` rounded up to a multiple of [`TILE`] rows and its
-/// pairs (a multiple of [`TILE`]) are the weights' pairs.
-pub(super) fn panel(a: &PackedRows, rows: usize, weights: &[u32], panel: usize, out: Output) {
+/// Input pairs a block of the product runs through before moving to the next panel: a block of
+/// `a` (32 rows of 128 pairs, 16 KiB) stays in the L1 cache while each panel's weights for the
+/// same pairs (16 KiB) stream past it. Without the split, `a`'s rows and a panel's weights
+/// (48 KiB each at 768 inputs) both came from L2 at every step.
+const CHUNK_PAIRS: usize = 128;
+
+/// Panels `panels` of the product, whose packed weights are `panel_len` apart in `weights`. `a`
+/// holds `rows` rounded up to a multiple of [`TILE`] rows, and its pairs (a multiple of
+/// [`TILE`]) are the weights' pairs.
+pub(super) fn panels(
+    a: &PackedRows,
+    rows: usize,
+    weights: &[u32],
+    panels: std::ops::Range<usize>,
+    out: Output,
+) {
     let pairs = a.pairs;
+    let panel_len = pairs * PANEL;
     assert!(
-        pairs.is_multiple_of(TILE) && weights.len() == pairs * PANEL,
+        pairs.is_multiple_of(TILE) && weights.len() >= panels.end * panel_len,
         "the AMX layout pads pairs to whole tiles"
     );
     assert!(
         a.data.len() >= rows.next_multiple_of(TILE) * pairs,
         "the AMX layout pads rows to whole tiles"
     );
-    let first_column = panel * PANEL;
-    let columns = PANEL.min(out.columns - first_column);
     let config = TileConfig::whole_tiles();
-    let a_stride = pairs * 4;
-    let w_stride = PANEL * 4;
+    // Four accumulator tiles per panel between chunks of pairs.
+    let mut partial = vec![0f32; panels.len() * 4 * TILE * TILE];
+    let (a_stride, w_stride) = (pairs * 4, PANEL * 4);
     // SAFETY: `matmul` runs this only where `available()` said yes, so the instructions exist
     // and Linux saves the tile state. Every tile load reads 16 rows of 64 bytes: `a`'s from row
-    // `start` or `start + 16` below `rows` rounded up to 16 (asserted above), at pair `step * 16`
-    // below `pairs`; the weights' from pair row `step * 16` of this panel, columns 0–15 or 16–31
-    // (asserted above). Stores go through `store`, which writes only this panel's valid columns
-    // of rows below `rows`.
+    // `start` or `start + 16` below `rows` rounded up to 16 (asserted above), at a pair below
+    // `pairs`; the weights' from a pair row below `pairs` of a panel below `panels.end`, columns
+    // 0–15 or 16–31 (asserted above); `partial`'s from its own tiles. Stores to `c` go through
+    // `store`, which writes only the panel's valid columns of rows below `rows`.
     unsafe {
         asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly));
         for start in (0..rows).step_by(2 * TILE) {
-            let a0 = a.data.as_ptr().add(start * pairs);
+            let a_rows = a.data.as_ptr().add(start * pairs);
             let two_row_tiles = rows - start > TILE;
-            asm!(
-                "tilezero tmm0",
-                "tilezero tmm1",
-                "tilezero tmm2",
-                "tilezero tmm3",
-                options(nostack, nomem)
-            );
-            for step in 0..pairs / TILE {
-                let a_tile = a0.add(step * TILE);
-                let w_tile = weights.as_ptr().add(step * TILE * PANEL);
-                if two_row_tiles {
-                    asm!(
-                        "tileloadd tmm4, [{a} + {a_stride} * 1]",
-                        "tileloadd tmm5, [{a2} + {a_stride} * 1]",
-                        "tileloadd tmm6, [{w} + {w_stride} * 1]",
-                        "tileloadd tmm7, [{w2} + {w_stride} * 1]",
-                        "tdpbf16ps tmm0, tmm4, tmm6",
-                        "tdpbf16ps tmm1, tmm4, tmm7",
-                        "tdpbf16ps tmm2, tmm5, tmm6",
-                        "tdpbf16ps tmm3, tmm5, tmm7",
-                        a = in(reg) a_tile,
-                        a2 = in(reg) a_tile.add(TILE * pairs),
-                        a_stride = in(reg) a_stride,
-                        w = in(reg) w_tile,
-                        w2 = in(reg) w_tile.add(TILE),
-                        w_stride = in(reg) w_stride,
-                        options(nostack, readonly)
-                    );
-                } else {
-                    asm!(
-                        "tileloadd tmm4, [{a} + {a_stride} * 1]",
-                        "tileloadd tmm6, [{w} + {w_stride} * 1]",
-                        "tileloadd tmm7, [{w2} + {w_stride} * 1]",
-                        "tdpbf16ps tmm0, tmm4, tmm6",
-                        "tdpbf16ps tmm1, tmm4, tmm7",
-                        a = in(reg) a_tile,
-                        a_stride = in(reg) a_stride,
-                        w = in(reg) w_tile,
-                        w2 = in(reg) w_tile.add(TILE),
-                        w_stride = in(reg) w_stride,
-                        options(nostack, readonly)
-                    );
+            for chunk in (0..pairs).step_by(CHUNK_PAIRS) {
+                let chunk_end = (chunk + CHUNK_PAIRS).min(pairs);
+                let last = chunk_end == pairs;
+                for (index, panel) in panels.clone().enumerate() {
+                    let kept = partial.as_mut_ptr().add(index * 4 * TILE * TILE);
+                    accumulators(chunk == 0, kept, false);
+                    let w_panel = weights.as_ptr().add(panel * panel_len);
+                    for step in (chunk..chunk_end).step_by(TILE) {
+                        let a_tile = a_rows.add(step);
+                        let w_tile = w_panel.add(step * PANEL);
+                        if two_row_tiles {
+                            asm!(
+                                "tileloadd tmm4, [{a} + {a_stride} * 1]",
+                                "tileloadd tmm6, [{w} + {w_stride} * 1]",
+                                "tileloadd tmm7, [{w2} + {w_stride} * 1]",
+                                "tdpbf16ps tmm0, tmm4, tmm6",
+                                "tileloadd tmm5, [{a2} + {a_stride} * 1]",
+                                "tdpbf16ps tmm1, tmm4, tmm7",
+                                "tdpbf16ps tmm2, tmm5, tmm6",
+                                "tdpbf16ps tmm3, tmm5, tmm7",
+                                a = in(reg) a_tile,
+                                a2 = in(reg) a_tile.add(TILE * pairs),
+                                a_stride = in(reg) a_stride,
+                                w = in(reg) w_tile,
+                                w2 = in(reg) w_tile.add(TILE),
+                                w_stride = in(reg) w_stride,
+                                options(nostack, readonly)
+                            );
+                        } else {
+                            asm!(
+                                "tileloadd tmm4, [{a} + {a_stride} * 1]",
+                                "tileloadd tmm6, [{w} + {w_stride} * 1]",
+                                "tileloadd tmm7, [{w2} + {w_stride} * 1]",
+                                "tdpbf16ps tmm0, tmm4, tmm6",
+                                "tdpbf16ps tmm1, tmm4, tmm7",
+                                a = in(reg) a_tile,
+                                a_stride = in(reg) a_stride,
+                                w = in(reg) w_tile,
+                                w2 = in(reg) w_tile.add(TILE),
+                                w_stride = in(reg) w_stride,
+                                options(nostack, readonly)
+                            );
+                        }
+                    }
+                    if !last {
+                        accumulators(false, kept, true);
+                        continue;
+                    }
+                    let first_column = panel * PANEL;
+                    let columns = PANEL.min(out.columns - first_column);
+                    let tiles: &[usize] = if two_row_tiles {
+                        &[0, 1, 2, 3]
+                    } else {
+                        &[0, 1]
+                    };
+                    for &tile in tiles {
+                        let (row, half) = (start + TILE * (tile / 2), tile % 2);
+                        store(
+                            tile,
+                            out,
+                            row,
+                            rows,
+                            first_column + TILE * half,
+                            columns.saturating_sub(TILE * half),
+                        );
+                    }
                 }
-            }
-            let tiles: &[usize] = if two_row_tiles {
-                &[0, 1, 2, 3]
-            } else {
-                &[0, 1]
-            };
-            for &tile in tiles {
-                let (row, half) = (start + TILE * (tile / 2), tile % 2);
-                store(
-                    tile,
-                    out,
-                    row,
-                    rows,
-                    first_column + TILE * half,
-                    columns.saturating_sub(TILE * half),
-                );
             }
         }
         asm!("tilerelease", options(nostack, nomem));
+    }
+}
+
+/// Zeroes the four accumulator tiles (`zero`), or loads them from `kept` (four 16 × 16 f32
+/// tiles side by side), or (`save`) stores them there.
+///
+/// # Safety
+/// AMX available and configured, `kept` four tiles long.
+unsafe fn accumulators(zero: bool, kept: *mut f32, save: bool) {
+    let (t1, t2, t3) = (
+        kept.add(TILE * TILE),
+        kept.add(2 * TILE * TILE),
+        kept.add(3 * TILE * TILE),
+    );
+    if save {
+        asm!(
+            "tilestored [{t0} + {s} * 1], tmm0",
+            "tilestored [{t1} + {s} * 1], tmm1",
+            "tilestored [{t2} + {s} * 1], tmm2",
+            "tilestored [{t3} + {s} * 1], tmm3",
+            t0 = in(reg) kept, t1 = in(reg) t1, t2 = in(reg) t2, t3 = in(reg) t3,
+            s = in(reg) TILE_ROW_BYTES,
+            options(nostack)
+        );
+    } else if zero {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            options(nostack, nomem)
+        );
+    } else {
+        asm!(
+            "tileloadd tmm0, [{t0} + {s} * 1]",
+            "tileloadd tmm1, [{t1} + {s} * 1]",
+            "tileloadd tmm2, [{t2} + {s} * 1]",
+            "tileloadd tmm3, [{t3} + {s} * 1]",
+            t0 = in(reg) kept, t1 = in(reg) t1, t2 = in(reg) t2, t3 = in(reg) t3,
+            s = in(reg) TILE_ROW_BYTES,
+            options(nostack, readonly)
+        );
     }
 }
 
