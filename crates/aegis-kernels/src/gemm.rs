@@ -1,6 +1,6 @@
 //! `c = a · Wᵀ` with `W` packed once for the kernel that runs it: in bfloat16 pairs, `a` rounded
-//! to bfloat16 per call and products summed in f32 (AVX-512 BF16, or the same arithmetic in
-//! portable code), or in f32 throughout where the CPU has no bf16 dot product (AVX2 with FMA), or
+//! to bfloat16 per call and products summed in f32 (AMX tiles, AVX-512 BF16, or the same
+//! arithmetic in portable code), or in f32 throughout where the CPU has no bf16 dot product (AVX2 with FMA), or
 //! in int8 with a scale per output and per row of `a` (AVX-512 VNNI), a weight format chosen
 //! rather than detected, since it rounds far more than bf16 does.
 //! Columns are split between threads, so each thread streams its own share of the weights once
@@ -13,6 +13,7 @@ mod avx512;
 mod bf16_matrix;
 mod f32_panels;
 mod int8;
+mod kind;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod quantize_avx512;
@@ -23,146 +24,12 @@ mod vnni;
 use bf16_matrix::Bf16Matrix;
 use f32_panels::F32Matrix;
 use int8::Int8Matrix;
+pub use kind::{KernelKind, KERNELS_OFF_ENV};
 pub use tile::BLOCK as INT8_BLOCK;
 use tile::{pack_rows, Output, AMX_TILE};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
-
-/// Kernel kinds (by [`KernelKind::name`], comma-separated) the encoder must not pick though the
-/// CPU has them: to compare kinds side by side on one machine, or to step around one.
-pub const KERNELS_OFF_ENV: &str = "AEGIS_CPU_KERNELS_OFF";
-
-/// Which code runs the product: chosen once per process from what the CPU reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelKind {
-    /// AMX tiles (Intel Xeon since Sapphire Rapids): `tdpbf16ps` multiplies a 16 × 32 bf16 tile
-    /// by a 32 × 16 one, 256 times `vdpbf16ps`'s multiply-adds an instruction, over the same bf16
-    /// weights and inputs with f32 sums.
-    AmxBf16,
-    /// `vpdpbusd` on 512-bit vectors, over int8 weights (a scale per output) and inputs
-    /// quantized per row at each product: twice `vdpbf16ps`'s multiply-adds an instruction and
-    /// half its weight bytes. Chosen by the encoder's weight format, never by [`Self::detect`].
-    Avx512Vnni,
-    /// `vdpbf16ps` on 512-bit vectors, over bf16 weights and inputs.
-    Avx512Bf16,
-    /// f32 weights and inputs, fused multiply-adds on 256-bit vectors: for the CPUs most people
-    /// have (AVX2 since 2013, no bf16 dot product), where widening bf16 costs more than it saves.
-    Avx2Fma,
-    /// Plain Rust over the bf16 layout, rounding as AVX-512 BF16 does: far slower (a fourteenth
-    /// of AVX-512 BF16 on the dev machine), so the encoder only runs on it when asked
-    /// (`EncoderArithmetic::Kernels` on a CPU with neither); it is the reference the bf16 kind
-    /// is tested against.
-    Portable,
-}
-
-impl KernelKind {
-    /// Every kind, fastest first: the dispatch order.
-    pub const ALL: [Self; 5] = [
-        Self::AmxBf16,
-        Self::Avx512Vnni,
-        Self::Avx512Bf16,
-        Self::Avx2Fma,
-        Self::Portable,
-    ];
-
-    /// Every kind this CPU runs, fastest first (`Portable` always last), less those named in
-    /// [`KERNELS_OFF_ENV`].
-    pub fn supported() -> Vec<Self> {
-        let off = std::env::var(KERNELS_OFF_ENV).unwrap_or_default();
-        let off: Vec<&str> = off.split(',').map(str::trim).collect();
-        Self::ALL
-            .into_iter()
-            .filter(|k| k.available() && (*k == Self::Portable || !off.contains(&k.name())))
-            .collect()
-    }
-
-    /// Whether the kind quantizes weights and inputs to int8 (else it keeps bf16 or f32).
-    pub fn quantized(self) -> bool {
-        self.weights() == "int8"
-    }
-
-    /// Whether this CPU has what the kind needs (checked once, then cached by std).
-    pub fn available(self) -> bool {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Self::AmxBf16 => amx::available(),
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx512Vnni => vnni::available(),
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx512Bf16 => avx512::available(),
-            #[cfg(not(target_arch = "x86_64"))]
-            Self::AmxBf16 | Self::Avx512Vnni | Self::Avx512Bf16 => false,
-            Self::Avx2Fma => f32_panels::avx2_available(),
-            Self::Portable => true,
-        }
-    }
-
-    /// What the kind needs of the CPU.
-    pub fn needs(self) -> &'static str {
-        match self {
-            Self::AmxBf16 => "AMX-TILE and AMX-BF16, and Linux granting the tile state",
-            Self::Avx512Vnni => "AVX-512F and AVX-512 VNNI",
-            Self::Avx512Bf16 => "AVX-512F and AVX-512 BF16",
-            Self::Avx2Fma => "AVX2 and FMA",
-            Self::Portable => "nothing",
-        }
-    }
-
-    /// Why it is chosen where it is (the dispatch table `aegis bench` prints).
-    pub fn why(self) -> &'static str {
-        match self {
-            Self::AmxBf16 => {
-                "8,192 bf16 multiply-adds an instruction on tiles of 16 rows, the same bf16 \
-                 arithmetic as avx512-bf16"
-            }
-            Self::Avx512Vnni => {
-                "64 int8 multiply-adds an instruction: the int8 weight format, where chosen"
-            }
-            Self::Avx512Bf16 => "32 bf16 multiply-adds an instruction, weights and inputs in bf16",
-            Self::Avx2Fma => {
-                "no bf16 dot product: f32 weights and FMA, since widening bf16 to f32 cost more \
-                 than the halved weights saved"
-            }
-            Self::Portable => {
-                "the bf16 kinds' reference in tests; slower than candle's f32 GEMM, so a CPU with \
-                 neither runs the encoder on candle"
-            }
-        }
-    }
-
-    /// The fastest kind this CPU runs that keeps weights in bf16 or f32.
-    pub fn detect() -> Self {
-        Self::supported()
-            .into_iter()
-            .find(|k| !k.quantized())
-            .unwrap_or(Self::Portable)
-    }
-
-    /// The int8 kind, where this CPU runs one.
-    pub fn detect_int8() -> Option<Self> {
-        Self::supported().into_iter().find(|k| k.quantized())
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::AmxBf16 => "amx-bf16",
-            Self::Avx512Vnni => "avx512-vnni",
-            Self::Avx512Bf16 => "avx512-bf16",
-            Self::Avx2Fma => "avx2-fma",
-            Self::Portable => "portable",
-        }
-    }
-
-    /// The number format the weights are packed in for this kind.
-    pub fn weights(self) -> &'static str {
-        match self {
-            Self::Avx512Vnni => "int8",
-            Self::Avx2Fma => "f32",
-            Self::AmxBf16 | Self::Avx512Bf16 | Self::Portable => "bf16",
-        }
-    }
-}
 
 /// A weight matrix packed for one [`KernelKind`], which [`matmul`] then runs.
 #[derive(Clone)]
@@ -412,6 +279,20 @@ mod tests {
     }
 
     fn check(kind: KernelKind, rows: usize, outputs: usize, inputs: usize, parallel: bool) {
+        check_with(kind, rows, outputs, inputs, |a, matrix, c, ldc| {
+            matmul(a, rows, inputs, matrix, c, ldc, parallel)
+        });
+    }
+
+    /// `product` (a, the packed matrix, c, ldc) against the reference of the operands as `kind`
+    /// reads them.
+    fn check_with(
+        kind: KernelKind,
+        rows: usize,
+        outputs: usize,
+        inputs: usize,
+        product: impl Fn(&[f32], &Matrix, &mut [f32], usize),
+    ) {
         let mut seed = (rows * 31 + outputs * 7 + inputs) as u64;
         let a: Vec<f32> = (0..rows * inputs).map(|_| lcg(&mut seed)).collect();
         let w: Vec<f32> = (0..outputs * inputs).map(|_| lcg(&mut seed)).collect();
@@ -419,7 +300,7 @@ mod tests {
         // A wider output buffer: columns past `outputs` must stay untouched.
         let ldc = outputs + 3;
         let mut c = vec![7.0f32; rows * ldc];
-        matmul(&a, rows, inputs, &matrix, &mut c, ldc, parallel);
+        product(&a, &matrix, &mut c, ldc);
         let expected = reference(kind, &a, rows, &w, outputs, inputs);
         for i in 0..rows {
             for o in 0..outputs {
@@ -552,6 +433,42 @@ mod tests {
             eprintln!("no AMX-BF16 on this CPU (or not granted): the tile kernel is not selected");
             assert_ne!(KernelKind::detect(), KernelKind::AmxBf16);
             assert!(!KernelKind::supported().contains(&KernelKind::AmxBf16));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_amx_loops_give_the_product_on_tiles_emulated_on_any_cpu() {
+        // The tile kernel's blocking, padding and edges, on tiles computed in plain Rust: one
+        // and two row tiles, partial row, column and pair tiles, several panels, split in two
+        // threads' shares as `matmul` splits them.
+        for (rows, outputs, inputs) in [
+            (1, 16, 32),
+            (16, 32, 64),
+            (17, 33, 300),
+            (33, 48, 770),
+            (40, 96, 130),
+            (101, 23, 41),
+        ] {
+            check_with(
+                KernelKind::AmxBf16,
+                rows,
+                outputs,
+                inputs,
+                |a, matrix, c, ldc| {
+                    let Layout::Bf16(packed) = &matrix.layout else {
+                        panic!("AMX packs bf16")
+                    };
+                    let padded_rows = rows.next_multiple_of(AMX_TILE);
+                    let a = pack_rows(a, rows, inputs, inputs, packed.pairs(), padded_rows);
+                    let out = Output::new(c, ldc, outputs);
+                    let panels = packed.panels();
+                    for share in [0..panels / 2, panels / 2..panels] {
+                        let mut tiles = amx::Emulated::default();
+                        amx::panels_on(&mut tiles, &a, rows, &packed.data, share, out);
+                    }
+                },
+            );
         }
     }
 

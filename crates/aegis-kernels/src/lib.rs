@@ -1,7 +1,8 @@
 //! CPU kernels for reading text with an encoder fast: the matrix products in int8 blocks where the
-//! CPU has AVX-512 VNNI and the encoder asks for them, in bfloat16 with f32 accumulation where it
-//! has AVX-512 BF16's dot product (two to four times its f32 FMA rate), in f32 with AVX2's fused
-//! multiply-add on the CPUs without it, in portable code elsewhere; and
+//! CPU has AVX-512 VNNI and the encoder asks for them, in bfloat16 with f32 accumulation on AMX
+//! tiles (Intel Xeon since Sapphire Rapids) or with AVX-512 BF16's dot product (two to four
+//! times its f32 FMA rate), in f32 with AVX2's fused multiply-add on the CPUs without either, in
+//! portable code elsewhere; and
 //! the element-wise steps between them (RMS norm, GELU, softmax, rotary positions) as loops the
 //! compiler vectorises.
 //!

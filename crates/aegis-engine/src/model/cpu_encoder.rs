@@ -394,10 +394,7 @@ impl CpuEncoder {
                 );
                 for (row, scores) in scores.chunks_exact_mut(width).enumerate() {
                     let i = rows.start + row % m;
-                    let visible = match window {
-                        Some(w) if n > w => (i + 1).saturating_sub(w)..(i + w).min(n),
-                        _ => 0..n,
-                    };
+                    let visible = visible_keys(i, n, window);
                     let visible = visible.start - seen.start..visible.end - seen.start;
                     scores[..visible.start].fill(0.0);
                     scores[visible.end..].fill(0.0);
@@ -424,6 +421,14 @@ impl CpuEncoder {
                 }
             }
         }
+    }
+}
+
+/// The keys query `i` of a sequence of `n` sees: those less than `window` away, or all.
+fn visible_keys(i: usize, n: usize, window: Option<usize>) -> std::ops::Range<usize> {
+    match window {
+        Some(w) if n > w => (i + 1).saturating_sub(w)..(i + w).min(n),
+        _ => 0..n,
     }
 }
 
@@ -475,6 +480,38 @@ impl Scratch {
             projected: vec![0.0; rows * cfg.hidden_size],
             gate_up: vec![0.0; rows * 2 * cfg.intermediate_size],
             activated: vec![0.0; rows * cfg.intermediate_size],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_blocks_cover_every_query_and_the_whole_window_of_each() {
+        for (n, window) in [
+            (10, None),
+            (300, Some(257)),
+            (959, Some(257)),
+            (1618, Some(257)),
+        ] {
+            let blocks = query_blocks(n, window);
+            let queries: Vec<usize> = blocks.iter().flat_map(|(rows, _)| rows.clone()).collect();
+            assert_eq!(queries, (0..n).collect::<Vec<_>>(), "{n} {window:?}");
+            for (rows, seen) in &blocks {
+                assert_eq!(seen.start % 2, 0, "keys pair up as over the whole sequence");
+                for i in rows.clone() {
+                    let visible = visible_keys(i, n, window);
+                    assert!(seen.start <= visible.start && visible.end <= seen.end);
+                }
+            }
+            if let Some(w) = window {
+                // Each block reads at most its own queries and a window either side.
+                assert!(blocks
+                    .iter()
+                    .all(|(rows, seen)| seen.len() <= rows.len() + 2 * w));
+            }
         }
     }
 }
