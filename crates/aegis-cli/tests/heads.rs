@@ -78,18 +78,8 @@ fn shipped_heads_rank_the_obvious_cases() {
 /// Checks `passing` and `insults` in one `aegis check --file` run: every passing message passes
 /// every validator, and every insult fails toxic.
 fn every_one_passes_and_each_insult_fails_toxic(passing: &[&str], insults: &[&str]) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("messages.txt");
     let lines: Vec<&str> = passing.iter().chain(insults).copied().collect();
-    std::fs::write(&file, lines.join("\n")).expect("write messages");
-    let out = aegis(&["check", "--no-history", "--file", &file.to_string_lossy()]);
-    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
-    let results: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("JSONL"))
-        .collect();
-    assert_eq!(results.len(), lines.len());
-    for result in &results {
+    for result in &check_file(&lines, &[]) {
         let text = result["question"].as_str().expect("question");
         if passing.contains(&text) {
             assert_eq!(result["case"], "aman", "{text:?}: {}", result["scores"]);
@@ -105,44 +95,84 @@ fn every_one_passes_and_each_insult_fails_toxic(passing: &[&str], insults: &[&st
     }
 }
 
+/// `aegis check --file` of `lines` with `args` besides: one result a line, in order.
+fn check_file(lines: &[&str], args: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("messages.txt");
+    std::fs::write(&file, lines.join("\n")).expect("write messages");
+    let file = file.to_string_lossy();
+    let mut all = vec!["check", "--no-history", "--file", &file];
+    all.extend_from_slice(args);
+    let out = aegis(&all);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    let results: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSONL"))
+        .collect();
+    assert_eq!(results.len(), lines.len());
+    results
+}
+
 /// Everyday messages of the kinds the heads once flagged on unseen traffic (issue "Verdicts that
 /// hold on traffic nobody here wrote"), written for this test and in no training file: short
 /// acknowledgements and customer-service messages with an order number and a link pass every
 /// validator in each language, and a clear insult in each language fails toxic.
 #[test]
 fn everyday_messages_pass_and_clear_insults_fail_in_each_language() {
-    let passing = [
-        "ok thanks!",
-        "sounds good, see you then",
-        "oke makasih ya",
-        "sip, ditunggu kabarnya",
-        "Hi, my order #A-558210 hasn't arrived yet, the tracking page \
-         https://track.example.com/A-558210 says it left the warehouse last week. Can you check?",
-        "Kak, pesanan no. 230915-KX77 belum sampai, resinya JX9981 bisa dicek di \
-         https://cekresi.example.id ya",
-    ];
-    let insults = [
-        "you are a pathetic moron and nobody wants you here",
-        "dasar tolol, otak kamu di dengkul ya",
-    ];
-    every_one_passes_and_each_insult_fails_toxic(&passing, &insults);
+    every_one_passes_and_each_insult_fails_toxic(&EVERYDAY, &CLEAR_INSULTS);
 }
+
+const EVERYDAY: [&str; 6] = [
+    "ok thanks!",
+    "sounds good, see you then",
+    "oke makasih ya",
+    "sip, ditunggu kabarnya",
+    "Hi, my order #A-558210 hasn't arrived yet, the tracking page \
+         https://track.example.com/A-558210 says it left the warehouse last week. Can you check?",
+    "Kak, pesanan no. 230915-KX77 belum sampai, resinya JX9981 bisa dicek di \
+         https://cekresi.example.id ya",
+];
+
+const CLEAR_INSULTS: [&str; 2] = [
+    "you are a pathetic moron and nobody wants you here",
+    "dasar tolol, otak kamu di dengkul ya",
+];
 
 #[test]
 fn a_report_quoting_an_insult_passes_and_the_insult_said_fails_in_each_language() {
-    // Written for this test (none is in the training data); toxic and harassment read quotes as
-    // reported, so the report is also read with the insult elided.
-    let insults = [
-        "you are a worthless idiot",
-        "dasar goblok, kamu nggak berguna",
-    ];
-    let reports = [
+    every_one_passes_and_each_insult_fails_toxic(&REPORTS, &QUOTED_INSULTS);
+}
+
+// Written for this test (none is in the training data); toxic and harassment read quotes as
+// reported, so the report is also read with the insult elided.
+const QUOTED_INSULTS: [&str; 2] = [
+    "you are a worthless idiot",
+    "dasar goblok, kamu nggak berguna",
+];
+
+const REPORTS: [&str; 4] = [
         "Someone in my class group chat keeps sending me \"you are a worthless idiot\". How do I report them?",
         "A stranger replied \"you are a worthless idiot\" under all my photos, I have screenshots of every one.",
         "Ada yang terus kirim \"dasar goblok, kamu nggak berguna\" ke aku di grup kelas. Cara laporinnya gimana?",
         "Teman sekantor bilang \"dasar goblok, kamu nggak berguna\" di depan semua orang, aku mau lapor ke HRD.",
-    ];
-    every_one_passes_and_each_insult_fails_toxic(&reports, &insults);
+];
+
+/// The weight formats the encoder offers (`--encoder-weights`) give the same verdicts on the
+/// messages the real-model tests above check. Where the CPU has no VNNI, `int8` is `precise`
+/// and this holds trivially; it says so.
+#[test]
+fn every_encoder_weight_format_gives_the_same_verdicts() {
+    let lines: Vec<&str> = [&EVERYDAY[..], &CLEAR_INSULTS, &REPORTS, &QUOTED_INSULTS].concat();
+    let verdicts = |format: &str| -> Vec<String> {
+        check_file(&lines, &["--encoder-weights", format])
+            .iter()
+            .map(|result| format!("{}: {}", result["question"], result["execution_per_step"]))
+            .collect()
+    };
+    if aegis_engine::KernelKind::detect_int8().is_none() {
+        eprintln!("no int8 kernel on this CPU: int8 reads as precise");
+    }
+    assert_eq!(verdicts("precise"), verdicts("int8"));
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn aegis_command(args: &[&str]) -> Command {
         .env_remove("AEGIS_MODEL")
         .env_remove("AEGIS_BACKEND")
         .env_remove("AEGIS_ENCODER_SERVER")
+        .env_remove("AEGIS_ENCODER_WEIGHTS")
         .env("AEGIS_DB", fresh_db());
     command
 }
