@@ -15,7 +15,7 @@ use crate::error::{GuardError, Result};
 use crate::heads::{check_binding, encoder_fingerprint, encoder_reading, head_path, load_heads};
 use crate::input::GuardInput;
 use crate::language::Language;
-use crate::readings::{InContext, QuotesElided, Reading};
+use crate::readings::{ExclamationElided, InContext, QuotesElided, Reading};
 use crate::template::{load_validators, LoadedValidators, Validator};
 pub use crate::verdict::{
     ModelRef, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
@@ -89,7 +89,11 @@ impl Guard {
             language: None,
             prompt_scores: false,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
-            readings: vec![Arc::new(QuotesElided), Arc::new(InContext { forced: None })],
+            readings: vec![
+                Arc::new(QuotesElided),
+                Arc::new(ExclamationElided),
+                Arc::new(InContext { forced: None }),
+            ],
             fingerprint: Arc::default(),
         }
     }

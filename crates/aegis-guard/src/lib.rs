@@ -6,6 +6,7 @@ mod compat;
 mod context;
 mod decide;
 mod error;
+mod exclamation;
 mod features;
 mod guard;
 mod heads;
@@ -21,6 +22,7 @@ mod verdict;
 pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
 pub use context::{ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{ErrorKind, GuardError, Result};
+pub use exclamation::ExclamationReading;
 pub use features::{message_features, FeatureCache, MessageFeatures};
 pub use guard::{
     Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
@@ -36,8 +38,8 @@ pub use language::Language;
 pub use mention::QuoteReading;
 pub use prompts_dir::find_prompts_dir;
 pub use readings::{
-    find_reading, Combine, Reading, ReadingScore, TurnToRead, IN_CONTEXT, QUOTES_ELIDED,
-    TURN_READING,
+    find_reading, Combine, Reading, ReadingScore, TurnToRead, EXCLAMATION_ELIDED, IN_CONTEXT,
+    QUOTES_ELIDED, TURN_READING,
 };
 pub use template::{load_validators, AppliesTo, LoadedValidators, Rejection, Validator};
 pub use training::{

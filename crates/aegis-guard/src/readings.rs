@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::context::{joined_text, ContextReading};
+use crate::exclamation::{without_exclamation, ExclamationReading};
 use crate::input::{Role, Turn};
 use crate::mention::quoted_frame;
 use crate::template::Validator;
@@ -20,6 +21,8 @@ pub const IN_CONTEXT: &str = "in_context";
 /// A user's question or report with its quoted passages elided
 /// ([`QuoteReading`](crate::QuoteReading)).
 pub const QUOTES_ELIDED: &str = "quotes_elided";
+/// A user's turn without its opening exclamation ([`ExclamationReading`]).
+pub const EXCLAMATION_ELIDED: &str = "exclamation_elided";
 
 /// How a reading's score meets the score so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +130,29 @@ impl Reading for QuotesElided {
             .then(|| quoted_frame(turn.text))
             .flatten()
             .map(|frame| frame.text)
+    }
+}
+
+/// A user's turn without its opening exclamation (see `exclamation.rs`): the lower score
+/// decides, so swearing at one's luck is not read as swearing at someone.
+pub(crate) struct ExclamationElided;
+
+impl Reading for ExclamationElided {
+    fn name(&self) -> &'static str {
+        EXCLAMATION_ELIDED
+    }
+
+    fn combine(&self, validator: &Validator, turn: &TurnToRead<'_>) -> Option<Combine> {
+        (turn.role == Role::User
+            && validator.exclamation_reading == ExclamationReading::Elided
+            && without_exclamation(turn.text).is_some())
+        .then_some(Combine::Lower)
+    }
+
+    fn text(&self, turn: &TurnToRead<'_>) -> Option<String> {
+        (turn.role == Role::User)
+            .then(|| without_exclamation(turn.text))
+            .flatten()
     }
 }
 

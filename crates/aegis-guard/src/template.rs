@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::ContextReading;
 use crate::error::{GuardError, Result};
+use crate::exclamation::ExclamationReading;
 use crate::input::{Role, Turn};
 use crate::language::Language;
 use crate::mention::QuoteReading;
@@ -56,6 +57,8 @@ struct FrontMatter {
     context: ContextReading,
     #[serde(default)]
     quotes: QuoteReading,
+    #[serde(default)]
+    exclamations: ExclamationReading,
 }
 
 fn default_order() -> i64 {
@@ -100,6 +103,8 @@ pub struct Validator {
     pub context_reading: ContextReading,
     /// How its head reads quoted passages in a user's question or report.
     pub quote_reading: QuoteReading,
+    /// How its head reads a user's opening exclamation ("Shit, …").
+    pub exclamation_reading: ExclamationReading,
     /// Template text before and after the placeholder (`before` may hold `{{context}}`).
     before: String,
     after: String,
@@ -227,6 +232,7 @@ impl Validator {
             applies_to: front.applies_to,
             context_reading: front.context,
             quote_reading: front.quotes,
+            exclamation_reading: front.exclamations,
             before: body_start(before).to_string(),
             after,
             content_hash: hex_sha256(content.as_bytes()),

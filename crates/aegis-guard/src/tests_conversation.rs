@@ -276,6 +276,41 @@ fn a_report_quoting_abuse_is_read_as_mentioned_only_where_quotes_are_reported() 
 }
 
 #[test]
+fn an_opening_exclamation_is_left_out_only_where_exclamations_are_elided() {
+    let encoder: Arc<dyn aegis_engine::SentenceEncoder> = Arc::new(FakeEncoder::new());
+    // p = sigmoid(words - 7): the eight-word turn fails whole; without "Damn it," (six words)
+    // it passes.
+    let guard = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![
+            template("toxic", "exclamations: elided\n", "{{message}}\nToxic?\n"),
+            template("harassment", "", "{{message}}\nHarassment?\n"),
+        ],
+    )
+    .with_encoder(Some(encoder))
+    .with_head(encoder_head("toxic", vec![1.0, -7.0], 0.0))
+    .and_then(|guard| guard.with_head(encoder_head("harassment", vec![1.0, -7.0], 0.0)))
+    .expect("bound to the fake encoder");
+    let verdict = guard
+        .check("Damn it, my train is late again today")
+        .expect("verdict");
+    let (toxic, harassment) = (&verdict.results[0], &verdict.results[1]);
+    assert!(
+        toxic.passed && toxic.turned_by(EXCLAMATION_ELIDED),
+        "{toxic:?}"
+    );
+    assert!(
+        !harassment.passed && harassment.read_as(EXCLAMATION_ELIDED).is_none(),
+        "{harassment:?}"
+    );
+    // An insult addressed to the reader opens the same way and is read whole.
+    let insult = guard
+        .check("Idiot, my train is late again because of you")
+        .expect("verdict");
+    assert!(!insult.results[0].passed && insult.results[0].read_as(EXCLAMATION_ELIDED).is_none());
+}
+
+#[test]
 fn an_answer_prompt_keeps_the_recent_turns_that_fit_and_refuses_a_last_turn_that_cannot() {
     use aegis_engine::testing::FakeModel;
     // A word is a token; 64 of them fit, 10 are kept for the answer.
