@@ -157,6 +157,24 @@ const REPORTS: [&str; 4] = [
         "Teman sekantor bilang \"dasar goblok, kamu nggak berguna\" di depan semua orang, aku mau lapor ke HRD.",
 ];
 
+#[test]
+fn an_exclamation_aimed_at_no_one_passes_and_an_insult_to_the_reader_fails_in_each_language() {
+    // Written for this test (in no data file). Toxic and harassment read a user's opening
+    // exclamation as elided; a name for the reader is no exclamation.
+    let exclamations = [
+        "Shit, the printer jammed again right before my deadline. How do I clear a paper jam?",
+        "Anjir, hujan deres banget dan aku lupa bawa jas hujan. Ada ojek yang bisa dipesan sekarang?",
+    ];
+    // They open the way an exclamation does. (An insult used only as a word of address before
+    // an ordinary request, "Moron, why did you cancel my order?", still passes the heads: README,
+    // "Swearing at one's luck".)
+    let insults = [
+        "Damn you, you lying idiot, you cancelled my order without telling me.",
+        "Bangsat kamu, pesananku kamu batalin seenaknya, dasar goblok nggak becus.",
+    ];
+    every_one_passes_and_each_insult_fails_toxic(&exclamations, &insults);
+}
+
 /// The weight formats the encoder offers (`--encoder-weights`) give the same verdicts on the
 /// messages the real-model tests above check. Where the CPU has no VNNI, `int8` is `precise`
 /// and this holds trivially; it says so.
