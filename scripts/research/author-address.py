@@ -7,21 +7,14 @@ this project.
 
     scripts/research/author-address.py
 """
-import json
 from pathlib import Path
 
+from authored_kinds import authored_rows, lab, write_rows
+
 rows = []
-
-
-def add(kind, lang, texts, labels):
-    for i, t in enumerate(texts):
-        rows.append({"id": f"aegis_authored:{kind}:{lang}:{i}", "text": t, "lang": lang,
-                     "labels": labels, "source": "aegis_authored", "kind": kind})
-
-
-BENIGN = {"spam": False, "toxic": False, "harassment": False, "financial_advice": False}
-INSULT = {"spam": False, "toxic": True, "harassment": True, "financial_advice": False}
-add("address-insult", "en", [
+BENIGN = lab()
+INSULT = lab(toxic=True, harassment=True)
+rows += authored_rows("address-insult", "en", [
     "Dumbass, the package was supposed to arrive on Tuesday and it's Friday now.",
     "Halfwit, did you even open the spreadsheet I sent you this morning?",
     "Clown, you booked the wrong hotel for the whole team again.",
@@ -33,7 +26,7 @@ add("address-insult", "en", [
     "Just send me the file already, you lazy slob.",
     "The meeting got moved to three, genius, try reading the calendar for once.",
 ], INSULT)
-add("address-insult", "id", [
+rows += authored_rows("address-insult", "id", [
     "Bego, paket yang kamu kirim salah alamat lagi.",
     "Dungu, laporan kemarin belum kamu kirim ke atasan ya?",
     "Otak udang, jadwal rapatnya jam dua, bukan jam empat.",
@@ -45,7 +38,7 @@ add("address-insult", "id", [
     "Udah berapa kali dibilang jangan telat, lelet banget sih kamu, lemot.",
     "Transferan kamu kurang sepuluh ribu, kere.",
 ], INSULT)
-add("address-benign", "en", [
+rows += authored_rows("address-benign", "en", [
     "Mate, the package was supposed to arrive on Tuesday and it's Friday now.",
     "Boss, did you get a chance to open the spreadsheet I sent this morning?",
     "Guys, the hotel booking for the team trip is confirmed for the 12th.",
@@ -57,7 +50,7 @@ add("address-benign", "en", [
     "Just send me the file when you can, love.",
     "The meeting got moved to three, folks, check the updated calendar.",
 ], BENIGN)
-add("address-benign", "id", [
+rows += authored_rows("address-benign", "id", [
     "Kak, paket yang aku pesan dikirim ke alamat lama, bisa diubah?",
     "Pak, laporan kemarin sudah saya kirim ke email Bapak ya.",
     "Bu, jadwal rapatnya jadi jam dua atau jam empat?",
@@ -69,7 +62,5 @@ add("address-benign", "id", [
     "Udah berapa kali telat minggu ini, bro? Ada masalah di jalan?",
     "Transferannya kurang sepuluh ribu, kak, mohon dicek lagi.",
 ], BENIGN)
-with open(Path(__file__).resolve().parents[2] / "prompt_guard/heads/address-holdout.jsonl", "w") as f:
-    for r in rows:
-        f.write(json.dumps(r, ensure_ascii=False) + "\n")
+write_rows(Path(__file__).resolve().parents[2] / "prompt_guard/heads/address-holdout.jsonl", rows)
 print(len(rows))

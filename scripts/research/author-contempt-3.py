@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Appends a third round of contempt without a rude word to prompt_guard/heads/authored-contempt.jsonl
+"""Adds a third round of contempt without a rude word to prompt_guard/heads/authored-contempt.jsonl
 and writes its held-back quarter to prompt_guard/heads/contempt-holdout-3.jsonl (every fourth row
 of each kind and language, never trained on), in one pass before any candidate was tried on them.
 `P`: aimed at the reader or a named person (toxic and harassment true); `G`: about a group (toxic
@@ -11,10 +11,12 @@ false). CC0, written for this project.
 import json
 from pathlib import Path
 
+from authored_kinds import authored_row, lab, write_rows
+
 HEADS = Path(__file__).resolve().parents[2] / "prompt_guard/heads"
-P = {"spam": False, "toxic": True, "harassment": True, "financial_advice": False}
-G = {"spam": False, "toxic": True, "harassment": None, "financial_advice": False}
-CIVIL = {"spam": False, "toxic": False, "harassment": False, "financial_advice": False}
+P = lab(toxic=True, harassment=True)
+G = lab(toxic=True, harassment=None)
+CIVIL = lab()
 
 TEXTS = {
     ("polite-contempt", "en"): [
@@ -144,16 +146,15 @@ def main():
     train, held = [], []
     for (kind, lang), items in TEXTS.items():
         for i, (labels, text) in enumerate(items):
-            row = {"id": f"aegis_authored:{kind}-3:{lang}:{i}", "text": text, "lang": lang,
-                   "labels": labels, "source": "aegis_authored", "kind": kind}
+            row = authored_row(f"{kind}-3", kind, lang, i, text, labels)
             (held if i % 4 == 3 else train).append(row)
-    with open(HEADS / "authored-contempt.jsonl", "a", encoding="utf-8") as f:
-        for row in train:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with open(HEADS / "contempt-holdout-3.jsonl", "w", encoding="utf-8") as f:
-        for row in held:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{len(train)} training rows appended, {len(held)} held back")
+    # Rewritten, not appended to, so that running it again adds nothing twice.
+    path = HEADS / "authored-contempt.jsonl"
+    kept = [json.loads(line) for line in open(path, encoding="utf-8")
+            if line.strip() and "-3:" not in json.loads(line)["id"]]
+    write_rows(path, kept + train)
+    write_rows(HEADS / "contempt-holdout-3.jsonl", held)
+    print(f"{len(train)} training rows after the earlier {len(kept)}, {len(held)} held back")
 
 
 if __name__ == "__main__":

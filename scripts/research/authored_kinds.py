@@ -1,5 +1,6 @@
-"""Shared by the authoring scripts (author-kinds.py, author-contempt.py): labels, and the split
-of each (kind, lang) block into training rows and every fourth row held back."""
+"""Shared by the authoring scripts (author-kinds.py, author-contempt*.py, author-address.py,
+author-exclamations.py): labels, rows, writing them, and the split of each (kind, lang) block into
+training rows and every fourth row held back."""
 import json
 
 F = {"spam": False, "toxic": False, "harassment": False, "financial_advice": False}
@@ -36,3 +37,21 @@ def write_split(blocks, sizes, id_suffix, train_path, hold_path):
             for r in rows:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
     print(len(train), len(hold))
+
+
+def authored_row(id_kind, kind, lang, number, text, labels):
+    """One authored row; its id is `aegis_authored:{id_kind}:{lang}:{number}`."""
+    return {"id": f"aegis_authored:{id_kind}:{lang}:{number}", "text": text, "lang": lang,
+            "labels": labels, "source": "aegis_authored", "kind": kind}
+
+
+def authored_rows(kind, lang, texts, labels):
+    """Rows of one kind and language, numbered from 0 in their order, all with `labels`."""
+    return [authored_row(kind, kind, lang, i, t, labels) for i, t in enumerate(texts)]
+
+
+def write_rows(path, rows):
+    """`rows` as JSONL at `path`, replacing what was there."""
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
