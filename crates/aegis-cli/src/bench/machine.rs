@@ -7,15 +7,26 @@ use aegis_engine::KernelKind;
 use serde_json::{json, Value};
 
 /// The dispatch table: every CPU kernel kind in the order the encoder tries them, whether this CPU
-/// has it, and whether the encoder runs on it (its weight format names the kernel its layers run
-/// on; none on a GPU or a server).
+/// has it, and what the encoder runs on it (its weight format names the kernel its layers run
+/// on, and attention runs beside them as `KernelKind::for_attention` says; none on a GPU or a
+/// server).
 pub(super) fn cpu_kernels(encoder_format: &str) -> Value {
+    let layers = KernelKind::ALL
+        .into_iter()
+        .find(|kind| encoder_format.contains(&format!("({} kernels)", kind.name())));
+    let attention = layers.map(KernelKind::for_attention);
     KernelKind::ALL
         .map(|kind| {
+            let runs_for = match (Some(kind) == layers, Some(kind) == attention) {
+                (true, true) => Some("layers and attention"),
+                (true, false) => Some("layers"),
+                (false, true) => Some("attention"),
+                (false, false) => None,
+            };
             json!({
                 "kind": kind.name(), "weights": kind.weights(), "needs": kind.needs(),
                 "available": kind.available(),
-                "runs": encoder_format.contains(&format!("({} kernels)", kind.name())),
+                "runs": runs_for.is_some(), "runs_for": runs_for,
                 "why": kind.why(),
             })
         })

@@ -106,10 +106,10 @@ pub(super) fn print_report(report: &Value) {
         println!("\n## CPU kernels (the encoder's products on this CPU)\n");
         println!("| kernel | weights | needs | this CPU | why |\n|---|---|---|---|---|");
         for k in kinds {
-            let here = match (k["runs"].as_bool(), k["available"].as_bool()) {
-                (Some(true), _) => "runs",
-                (_, Some(true)) => "has it",
-                _ => "lacks it",
+            let here = match (k["runs_for"].as_str(), k["available"].as_bool()) {
+                (Some(what), _) => format!("runs {what}"),
+                (_, Some(true)) => "has it".to_string(),
+                _ => "lacks it".to_string(),
             };
             println!(
                 "| {} | {} | {} | {here} | {} |",

@@ -125,11 +125,7 @@ impl CpuEncoder {
         Ok(Self {
             eps: cfg.rms_norm_eps as f32,
             config: cfg,
-            attention_kernel: if kernel.quantized() {
-                KernelKind::detect()
-            } else {
-                kernel
-            },
+            attention_kernel: kernel.for_attention(),
             embedding: model.embedding,
             layers,
             final_norm: model.final_norm,

@@ -110,6 +110,17 @@ impl KernelKind {
             .unwrap_or(Self::Portable)
     }
 
+    /// The kind attention's two products run on beside layers of this kind: the same, but bf16
+    /// (the fastest non-int8 kind) beside int8 layers, since attention's operands are made per
+    /// message and quantizing each key and value afresh would cost more than it saves.
+    pub fn for_attention(self) -> Self {
+        if self.quantized() {
+            Self::detect()
+        } else {
+            self
+        }
+    }
+
     /// The int8 kind, where this CPU runs one.
     pub fn detect_int8() -> Option<Self> {
         Self::supported().into_iter().find(|k| k.quantized())
