@@ -1,8 +1,8 @@
 //! `c = a · Wᵀ` with `W` packed once for the kernel that runs it: in bfloat16 pairs, `a` rounded
 //! to bfloat16 per call and products summed in f32 (AMX tiles, AVX-512 BF16, or the same
-//! arithmetic in portable code), or in f32 throughout where the CPU has no bf16 dot product (AVX2 with FMA), or
-//! in int8 with a scale per output and per row of `a` (AVX-512 VNNI), a weight format chosen
-//! rather than detected, since it rounds far more than bf16 does.
+//! arithmetic in portable code), or in f32 throughout where the CPU has no bf16 dot product
+//! (AVX2 with FMA), or in int8 with a scale per block of inputs (AVX-512 VNNI), a weight format
+//! chosen rather than detected, since it rounds far more than bf16 does.
 //! Columns are split between threads, so each thread streams its own share of the weights once
 //! and writes disjoint columns of `c`.
 
