@@ -17,8 +17,9 @@ pub enum EncoderArithmetic {
     /// The device's fastest without int8: on a CPU with AMX or AVX-512 BF16 the packed bfloat16
     /// kernels (`aegis-kernels`, 3 to 5 times candle's f32 here; on an Intel Xeon's AMX tiles
     /// 1.8 to 3.2 times its AVX-512 BF16, and a little faster than int8 there on a 1,000-token
-    /// text and on batches), on one with AVX2 and FMA the packed f32 kernels (candle's GEMM rate without its per-op overhead), on other CPUs candle in f32
-    /// (the kernels' portable code is slower than candle's GEMM there), on a GPU candle in bf16.
+    /// text and on batches), on one with AVX2 and FMA the packed f32 kernels (candle's GEMM
+    /// rate without its per-op overhead), on other CPUs candle in f32 (the kernels' portable code
+    /// is slower than candle's GEMM there), on a GPU candle in bf16.
     /// What training reads where it should not depend on int8's rounding.
     Precise,
     /// candle in f32 throughout: the arithmetic of the model's reference implementation, for
