@@ -155,8 +155,15 @@ impl GuardArgs {
     pub fn load(&self, db: &DbArgs) -> Result<Guard> {
         let setup = self.setup()?;
         finish_interrupted_applies(db, &setup.prompts)?;
-        let model = setup.load_model()?;
-        self.report(setup.guard_on(model, self.load_encoder()?, &setup.prompts)?)
+        let (model, encoder) = match self.loaded_encoder.0.get() {
+            Some(encoder) => (setup.load_model()?, encoder.clone()),
+            None => {
+                let (model, encoder) = setup.load_model_and_encoder()?;
+                let encoder = self.loaded_encoder.0.get_or_init(|| encoder).clone();
+                (model, encoder)
+            }
+        };
+        self.report(setup.guard_on(model, encoder, &setup.prompts)?)
     }
 
     /// Whether heads read a sentence encoder rather than the model's hidden states.

@@ -157,9 +157,26 @@ impl GuardSetup {
     /// The guard with everything loaded: the model (or server connection), the encoder when the
     /// heads read one, the templates and heads.
     pub fn load(&self) -> Result<BuiltGuard, SetupError> {
-        let model = self.load_model()?;
-        let encoder = self.load_encoder()?;
+        let (model, encoder) = self.load_model_and_encoder()?;
         self.guard_on(model, encoder, &self.prompts)
+    }
+
+    /// [`Self::load_model`] and [`Self::load_encoder`] at once, on two threads: each spends
+    /// seconds on work of its own (a tokenizer to parse, weights to read and pack), so a guard is
+    /// ready when the slower is rather than after both. The model's error is reported first.
+    #[allow(clippy::type_complexity)]
+    pub fn load_model_and_encoder(
+        &self,
+    ) -> Result<(Arc<dyn LanguageModel>, Option<Arc<dyn SentenceEncoder>>), SetupError> {
+        let (model, encoder) = std::thread::scope(|scope| {
+            let encoder = scope.spawn(|| self.load_encoder());
+            let model = self.load_model();
+            let encoder = encoder
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (model, encoder)
+        });
+        Ok((model?, encoder?))
     }
 
     /// The guard's model, as the setup names it.

@@ -62,13 +62,12 @@ impl Console {
                 rejection: settings.rejection_mode(),
                 language,
             };
-            let model = setup.load_model().map_err(|e| e.to_string())?;
             if setup.heads_read.is_encoder() {
                 state.send_modify(|s| {
-                    s.message = format!("loading the encoder ({})", settings.encoder)
+                    s.message = format!("loading the model and the encoder ({})", settings.encoder)
                 });
             }
-            let encoder = setup.load_encoder().map_err(|e| e.to_string())?;
+            let (model, encoder) = setup.load_model_and_encoder().map_err(|e| e.to_string())?;
             state.send_modify(|s| {
                 s.message = "reading templates".into();
                 s.download = None;
