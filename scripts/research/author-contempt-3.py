@@ -8,10 +8,9 @@ false). CC0, written for this project.
 
     scripts/research/author-contempt-3.py
 """
-import json
 from pathlib import Path
 
-from authored_kinds import authored_row, lab, write_rows
+from authored_kinds import append_round, lab
 
 HEADS = Path(__file__).resolve().parents[2] / "prompt_guard/heads"
 P = lab(toxic=True, harassment=True)
@@ -143,18 +142,7 @@ TEXTS = {
 
 
 def main():
-    train, held = [], []
-    for (kind, lang), items in TEXTS.items():
-        for i, (labels, text) in enumerate(items):
-            row = authored_row(f"{kind}-3", kind, lang, i, text, labels)
-            (held if i % 4 == 3 else train).append(row)
-    # Rewritten, not appended to, so that running it again adds nothing twice.
-    path = HEADS / "authored-contempt.jsonl"
-    kept = [json.loads(line) for line in open(path, encoding="utf-8")
-            if line.strip() and "-3:" not in json.loads(line)["id"]]
-    write_rows(path, kept + train)
-    write_rows(HEADS / "contempt-holdout-3.jsonl", held)
-    print(f"{len(train)} training rows after the earlier {len(kept)}, {len(held)} held back")
+    append_round(HEADS, TEXTS, "3", "contempt-holdout-3.jsonl")
 
 
 if __name__ == "__main__":

@@ -55,3 +55,23 @@ def write_rows(path, rows):
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def append_round(heads, texts, round_tag, holdout_name):
+    """One authoring round of contempt: `texts` {(kind, lang): [(labels, text)]}; every fourth
+    row of each block (the 4th, 8th, ...) goes to `heads/holdout_name`, never trained on, the rest
+    to `authored-contempt.jsonl`, replacing that round's earlier rows there (ids carry
+    `-{round_tag}:`), so running a round again adds nothing twice."""
+    train, held = [], []
+    for (kind, lang), items in texts.items():
+        for i, (labels, text) in enumerate(items):
+            row = authored_row(f"{kind}-{round_tag}", kind, lang, i, text, labels)
+            (held if i % 4 == 3 else train).append(row)
+    path = heads / "authored-contempt.jsonl"
+    kept = [json.loads(line) for line in open(path, encoding="utf-8")
+            if line.strip() and f"-{round_tag}:" not in json.loads(line)["id"]]
+    every = [r["text"] for r in kept + train + held]
+    assert len(set(every)) == len(every), "a text written twice"
+    write_rows(path, kept + train)
+    write_rows(heads / holdout_name, held)
+    print(f"{len(train)} training rows after the earlier {len(kept)}, {len(held)} held back")
