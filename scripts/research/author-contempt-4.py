@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A fourth round of contempt without a rude word, written in one pass before any candidate was
 tried on it: every fourth row of each kind and language held back in
-prompt_guard/heads/contempt-holdout-4.jsonl (never trained on), the rest appended to
-prompt_guard/heads/authored-contempt.jsonl. New here: contempt in chat settings (group chats,
+prompt_guard/heads/contempt-holdout-4.jsonl (never trained on), the rest written to
+docs/experiments/contempt/2026-11-28-round-4/training.jsonl. Not shipped: appended to
+authored-contempt.jsonl the reading caught no more held-back English contempt and fewer of
+contempt-holdout-3's (README, "A fourth round, not kept"). New here: contempt in chat settings (group chats,
 workplaces, families, the assistant itself), mock praise and faux apologies; and a kind of benign
 `group-mention`: ordinary questions to an assistant that name the groups the contempt rows
 demean, so that the reading learns the contempt rather than the group. `P`: aimed at the reader
@@ -15,7 +17,9 @@ from pathlib import Path
 
 from authored_kinds import append_round, lab
 
-HEADS = Path(__file__).resolve().parents[2] / "prompt_guard/heads"
+ROOT = Path(__file__).resolve().parents[2]
+HEADS = ROOT / "prompt_guard/heads"
+EXPERIMENT = ROOT / "docs/experiments/contempt/2026-11-28-round-4"
 P = lab(toxic=True, harassment=True)
 G = lab(toxic=True, harassment=None)
 BENIGN = lab()
@@ -173,7 +177,7 @@ TEXTS = {
 
 
 def main():
-    append_round(HEADS, TEXTS, "4", "contempt-holdout-4.jsonl")
+    append_round(HEADS, TEXTS, "4", "contempt-holdout-4.jsonl", train_path=EXPERIMENT / "training.jsonl")
 
 
 if __name__ == "__main__":

@@ -57,11 +57,12 @@ def write_rows(path, rows):
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def append_round(heads, texts, round_tag, holdout_name):
+def append_round(heads, texts, round_tag, holdout_name, train_path=None):
     """One authoring round of contempt: `texts` {(kind, lang): [(labels, text)]}; every fourth
     row of each block (the 4th, 8th, ...) goes to `heads/holdout_name`, never trained on, the rest
     to `authored-contempt.jsonl`, replacing that round's earlier rows there (ids carry
-    `-{round_tag}:`), so running a round again adds nothing twice."""
+    `-{round_tag}:`), so running a round again adds nothing twice; or, for a round not shipped,
+    to a file of its own at `train_path`."""
     train, held = [], []
     for (kind, lang), items in texts.items():
         for i, (labels, text) in enumerate(items):
@@ -72,6 +73,10 @@ def append_round(heads, texts, round_tag, holdout_name):
             if line.strip() and f"-{round_tag}:" not in json.loads(line)["id"]]
     every = [r["text"] for r in kept + train + held]
     assert len(set(every)) == len(every), "a text written twice"
-    write_rows(path, kept + train)
+    if train_path is not None:
+        write_rows(train_path, train)
+        kept = []
+    else:
+        write_rows(path, kept + train)
     write_rows(heads / holdout_name, held)
     print(f"{len(train)} training rows after the earlier {len(kept)}, {len(held)} held back")
