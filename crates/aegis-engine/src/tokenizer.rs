@@ -50,7 +50,7 @@ fn is_control(content: &str, special: bool) -> bool {
 impl GemmaTokenizer {
     /// Parses the file once: the user's tokenizer is the template's with the control tokens
     /// left out of a fresh added vocabulary, built as the file's own parse builds one (the same
-    /// tokens, same order), not parsed again. Gemma's file is 33 MB of vocabulary and merges,
+    /// tokens in id order, the order Gemma's files list them), not parsed again. Gemma's file is 33 MB of vocabulary and merges,
     /// about a second to parse here, and the guard's model and its encoder each load one.
     pub fn from_file(path: &Path) -> Result<Self> {
         let err = |message: String| EngineError::Tokenizer {
