@@ -146,6 +146,28 @@ impl EmbeddingGemma {
         arithmetic: EncoderArithmetic,
         adapter: Option<&Path>,
     ) -> Result<Self> {
+        // The tokenizer's parse (about a second of a 33 MB JSON) runs beside the weights' read
+        // and packing.
+        let tokenizer_path = folder.join("tokenizer.json");
+        std::thread::scope(|scope| {
+            let tokenizer = scope.spawn(|| GemmaTokenizer::from_file(&tokenizer_path));
+            Self::load_beside(folder, device, arithmetic, adapter, || {
+                tokenizer
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        })
+    }
+
+    /// [`Self::load_adapted`]'s work, taking the tokenizer from `tokenizer` once the weights are
+    /// in.
+    fn load_beside(
+        folder: &Path,
+        device: DeviceChoice,
+        arithmetic: EncoderArithmetic,
+        adapter: Option<&Path>,
+        tokenizer: impl FnOnce() -> Result<GemmaTokenizer>,
+    ) -> Result<Self> {
         let started = Instant::now();
         let (device, device_name) = device.open()?;
         let modules: Vec<ModuleEntry> = read_json(&folder.join("modules.json"))?;
@@ -218,7 +240,6 @@ impl EmbeddingGemma {
         let settings: SentenceTransformersConfig =
             read_json(&folder.join("config_sentence_transformers.json"))?;
         let prompt = settings.prompts.get(TASK).cloned().unwrap_or_default();
-        let tokenizer = GemmaTokenizer::from_file(&folder.join("tokenizer.json"))?;
         let weights = WeightFiles::Safetensors {
             config: folder.join("config.json"),
             shards: vec![folder.join("model.safetensors")],
@@ -290,6 +311,7 @@ impl EmbeddingGemma {
             ),
             matches_weights: None,
         };
+        let tokenizer = tokenizer()?;
         tracing::info!(encoder = %info.id, elapsed_ms = started.elapsed().as_millis() as u64, "encoder loaded");
         Ok(Self {
             model,
