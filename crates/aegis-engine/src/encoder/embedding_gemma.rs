@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use candle_core::{DType, Tensor, D};
-use serde::Deserialize;
 
 use super::arithmetic::EncoderArithmetic;
+use super::sentence_modules::SentenceModules;
 use super::{EncoderAdapter, EncoderInfo, EncoderOutput, EncoderReading, SentenceEncoder};
 use crate::cost::{encoder_flops, ComputePlan};
 use crate::engine::batch_or_one_by_one;
@@ -18,9 +18,6 @@ use crate::load_options::DeviceChoice;
 use crate::model::{CpuEncoder, EmbeddingStorage, Gemma3, WeightFormat};
 use crate::source::WeightFiles;
 use crate::tokenizer::GemmaTokenizer;
-
-/// The prompt `config_sentence_transformers.json` names for classification.
-const TASK: &str = "Classification";
 
 /// Rows run through the layers at once on the CPU: keeps attention scratch bounded while the
 /// matrix products stay large enough to run near the machine's GEMM rate.
@@ -76,51 +73,6 @@ impl std::fmt::Debug for EmbeddingGemma {
     }
 }
 
-#[derive(Deserialize)]
-struct ModuleEntry {
-    path: String,
-    #[serde(rename = "type")]
-    kind: String,
-}
-
-#[derive(Deserialize)]
-struct PoolingConfig {
-    pooling_mode_mean_tokens: bool,
-    #[serde(default)]
-    pooling_mode_cls_token: bool,
-    #[serde(default)]
-    pooling_mode_max_tokens: bool,
-    #[serde(default)]
-    pooling_mode_lasttoken: bool,
-    #[serde(default = "yes")]
-    include_prompt: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-struct DenseConfig {
-    in_features: usize,
-    out_features: usize,
-    #[serde(default)]
-    bias: bool,
-    #[serde(default)]
-    activation_function: String,
-}
-
-#[derive(Deserialize)]
-struct SentenceTransformersConfig {
-    #[serde(default)]
-    prompts: std::collections::HashMap<String, String>,
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let raw = std::fs::read(path).map_err(|e| EngineError::io(path, e))?;
-    serde_json::from_slice(&raw).map_err(|e| EngineError::invalid(path, e.to_string()))
-}
-
 impl EmbeddingGemma {
     /// Loads the folder on `device`. Every module it lists must be one we implement as
     /// sentence-transformers does; anything else is refused rather than approximated.
@@ -170,76 +122,14 @@ impl EmbeddingGemma {
     ) -> Result<Self> {
         let started = Instant::now();
         let (device, device_name) = device.open()?;
-        let modules: Vec<ModuleEntry> = read_json(&folder.join("modules.json"))?;
-        let mut dense = Vec::new();
-        let mut normalize = false;
-        let mut pooled = false;
+        let SentenceModules {
+            dense,
+            dense_files,
+            normalize,
+            prompt,
+        } = SentenceModules::read(folder, &device)?;
         let mut weight_files = vec![folder.join("model.safetensors")];
-        for module in &modules {
-            let dir = folder.join(&module.path);
-            match module.kind.rsplit('.').next().unwrap_or_default() {
-                "Transformer" if module.path.is_empty() => {}
-                "Pooling" => {
-                    let pooling: PoolingConfig = read_json(&dir.join("config.json"))?;
-                    let only_mean = pooling.pooling_mode_mean_tokens
-                        && !pooling.pooling_mode_cls_token
-                        && !pooling.pooling_mode_max_tokens
-                        && !pooling.pooling_mode_lasttoken;
-                    if !only_mean || !pooling.include_prompt {
-                        return Err(EngineError::invalid(
-                            dir.join("config.json"),
-                            "only mean pooling over every token (prompt included) is supported",
-                        ));
-                    }
-                    pooled = true;
-                }
-                "Dense" => {
-                    let config_path = dir.join("config.json");
-                    let config: DenseConfig = read_json(&config_path)?;
-                    if config.bias || !config.activation_function.ends_with("Identity") {
-                        return Err(EngineError::invalid(
-                            config_path,
-                            "only dense layers without bias or activation are supported",
-                        ));
-                    }
-                    let weights = dir.join("model.safetensors");
-                    let weight = candle_core::safetensors::load(&weights, &device)
-                        .map_err(|e| EngineError::invalid(&weights, e.to_string()))?
-                        .remove("linear.weight")
-                        .ok_or_else(|| EngineError::invalid(&weights, "no linear.weight"))?
-                        .to_dtype(DType::F32)?;
-                    if weight.dims() != [config.out_features, config.in_features] {
-                        return Err(EngineError::invalid(
-                            &weights,
-                            format!(
-                                "linear.weight is {:?}, the config says {}x{}",
-                                weight.dims(),
-                                config.out_features,
-                                config.in_features
-                            ),
-                        ));
-                    }
-                    weight_files.push(weights);
-                    dense.push(weight);
-                }
-                "Normalize" => normalize = true,
-                other => {
-                    return Err(EngineError::invalid(
-                        folder.join("modules.json"),
-                        format!("module {other:?} at {:?} is not supported", module.path),
-                    ))
-                }
-            }
-        }
-        if !pooled {
-            return Err(EngineError::invalid(
-                folder.join("modules.json"),
-                "no pooling module: the encoder would not produce one vector per text",
-            ));
-        }
-        let settings: SentenceTransformersConfig =
-            read_json(&folder.join("config_sentence_transformers.json"))?;
-        let prompt = settings.prompts.get(TASK).cloned().unwrap_or_default();
+        weight_files.extend(dense_files);
         let weights = WeightFiles::Safetensors {
             config: folder.join("config.json"),
             shards: vec![folder.join("model.safetensors")],

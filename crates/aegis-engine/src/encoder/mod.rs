@@ -6,6 +6,7 @@ mod adapter;
 mod arithmetic;
 mod bf16_copy;
 mod embedding_gemma;
+mod sentence_modules;
 mod source;
 
 pub use adapter::{EncoderAdapter, LowRankUpdate, Projection};
