@@ -26,7 +26,9 @@ pub use out_of_fold::OutOfFold;
 pub use states::{cache_folder, TokenStates};
 use states::{cache_path, read_states};
 pub use top::{AdaptedTop, AdapterShape, Products};
-pub use train::{train, StepProgress, TrainingOptions, TrainingReport, TrainingText};
+pub use train::{
+    train, SteeringHeads, StepProgress, TrainingOptions, TrainingReport, TrainingText,
+};
 
 /// The longest text training reads, in tokens: within the sliding window's reach (a sliding layer
 /// sees 256 positions either side of a query), so no layer needs a mask.

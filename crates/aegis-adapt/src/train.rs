@@ -1,7 +1,8 @@
 //! One adaptation for every validator at once: a logistic head per validator on the adapted
-//! sentence embedding, trained jointly with the low-rank updates. The heads here only steer the
-//! adaptation; the shipped heads are retrained on the adapted encoder's embeddings afterwards
-//! (`aegis train`), with the thresholds and held-out-source checks every head gets.
+//! sentence embedding, trained jointly with the low-rank updates. The heads steer the
+//! adaptation, and are kept with it ([`SteeringHeads`]): cross-fitting scores each fold's
+//! held-out rows with them (stacking on scores, where embeddings from different folds' adapters
+//! are not comparable).
 
 use std::time::{Duration, Instant};
 
@@ -66,6 +67,46 @@ pub struct TrainingReport {
     /// The step whose updates were kept.
     pub kept_step: usize,
     pub elapsed: Duration,
+    /// The steering heads as they stood at the kept step, matching the updates kept.
+    pub steering: SteeringHeads,
+}
+
+/// One logistic map per validator on the adapted (unit) sentence embedding, the gain folded in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteeringHeads {
+    /// `weights[v]`: validator `v`'s weights, one per embedding dimension.
+    pub weights: Vec<Vec<f32>>,
+    pub bias: Vec<f32>,
+}
+
+impl SteeringHeads {
+    fn from_vars(head: &Tensor, bias: &Tensor) -> Result<Self> {
+        let weights = (head.t()? * EMBEDDING_GAIN)?.to_vec2::<f32>()?;
+        let bias = bias.flatten_all()?.to_vec1::<f32>()?;
+        Ok(Self { weights, bias })
+    }
+
+    /// Validator `v`'s probability for `embedding`: `sigmoid(w · x + b)`.
+    pub fn probability(&self, v: usize, embedding: &[f32]) -> Result<f64> {
+        let weights = self
+            .weights
+            .get(v)
+            .ok_or_else(|| AdaptError::Invalid(format!("no steering head for validator {v}")))?;
+        if weights.len() != embedding.len() {
+            return Err(AdaptError::Invalid(format!(
+                "an embedding of width {} for a steering head of width {}",
+                embedding.len(),
+                weights.len()
+            )));
+        }
+        let z: f64 = weights
+            .iter()
+            .zip(embedding)
+            .map(|(&w, &x)| f64::from(w) * f64::from(x))
+            .sum::<f64>()
+            + f64::from(self.bias[v]);
+        Ok(1.0 / (1.0 + (-z).exp()))
+    }
 }
 
 /// Progress of a run, as steps finish.
@@ -131,6 +172,7 @@ pub fn train(
     let mut step = 0;
     let mut epoch_losses = Vec::with_capacity(options.epochs);
     let mut validation_losses = Vec::new();
+    // The lowest validation loss, its step, and the updates and steering heads at that step.
     let mut best: Option<(f64, usize, Vec<Tensor>)> = None;
     let forward_loss = |batch: &[usize]| -> Result<Tensor> {
         let (input, lengths) = joined_states(batch, states)?;
@@ -156,6 +198,7 @@ pub fn train(
             let kept = top
                 .vars()
                 .iter()
+                .chain([&head, &bias])
                 .map(|v| v.as_tensor().copy())
                 .collect::<candle_core::Result<_>>()?;
             best = Some((loss, step, kept));
@@ -197,7 +240,8 @@ pub fn train(
     }
     let kept_step = match best {
         Some((_, step, kept)) => {
-            for (var, value) in top.vars().iter().zip(kept) {
+            let vars = top.vars();
+            for (var, value) in vars.iter().chain([&head, &bias]).zip(kept) {
                 var.set(&value)?;
             }
             step
@@ -213,6 +257,7 @@ pub fn train(
         steps,
         epoch_losses,
         elapsed: started.elapsed(),
+        steering: SteeringHeads::from_vars(head.as_tensor(), bias.as_tensor())?,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Cross-fitting against the real encoder: the adapter that holds a fold out never learns from
-//! that fold's labels, and rows only scored are read by every fold's adapter.
+//! that fold's labels (nor do the steering heads trained beside it), and rows only scored are read
+//! by every fold's adapter.
 
 use aegis_adapt::{cross_fit, AdapterShape, CrossFit, TrainingOptions, TrainingText};
 use aegis_engine::{default_encoder_dir, Projection};
@@ -91,4 +92,17 @@ fn a_folds_adapter_never_reads_a_label_of_the_fold_it_holds_out() {
         "training moved the embedding"
     );
     assert_eq!(first.reports[0].texts, 4);
+    // Stacking scores fold 0's rows with the steering heads trained beside fold 0's adapter, so
+    // they must be as blind to fold 0's labels as the adapter is.
+    assert!(first.reports[0].steering == changed.reports[0].steering);
+    assert!(first.reports[1].steering != changed.reports[1].steering);
+    let scored = first.by_fold[1][ROWS.len()]
+        .as_ref()
+        .expect("the scored text is read");
+    let p = first.reports[1]
+        .steering
+        .probability(0, scored)
+        .expect("one steering head, the embedding's width");
+    assert!((0.0..=1.0).contains(&p));
+    assert!(first.reports[1].steering.probability(1, scored).is_err());
 }

@@ -4,7 +4,8 @@
 //! folds' rows (read by the same adapter) scores it. The same is done on the plain encoder, so
 //! the two lines differ only in the adaptation. Thresholds are chosen on those out-of-fold scores
 //! at the benign budget, and `--score` files (never trained on) are read by every fold's adapter
-//! and head, their mean score against that threshold.
+//! and head, their mean score against that threshold. A third reading stacks on scores: each
+//! fold's rows scored by the steering heads trained beside that fold's adapter.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -179,7 +180,10 @@ pub fn run(
         "{unread} texts over {} tokens are left out of every figure",
         aegis_adapt::MAX_TRAINING_TOKENS
     ));
-    for (name, adapted) in [("plain encoder", false), ("adapted", true)] {
+    for (name, adapted) in [
+        ("plain encoder", false),
+        ("adapted, heads trained on the other folds", true),
+    ] {
         let embedding = |fold: usize, row: usize| -> Option<&Vec<f32>> {
             let by = if adapted {
                 &fitted.by_fold[fold]
@@ -206,6 +210,11 @@ pub fn run(
         say(format!("\n== {name} =="));
         report(run, trained_on, scored_files, &fold_of, &scores, say);
     }
+    let stacked = (0..run.validators.len())
+        .map(|v| steering_scores(v, run, trained_on, scored.len(), &fold_of, &fitted))
+        .collect::<Result<Vec<_>>>()?;
+    say("\n== adapted, each fold's own steering heads (stacking on scores) ==".to_string());
+    report(run, trained_on, scored_files, &fold_of, &stacked, say);
     Ok(())
 }
 
@@ -271,6 +280,49 @@ fn score_validator<'e>(
             .into_iter()
             .map(|(sum, n)| (n > 0).then(|| sum / n as f64))
             .collect(),
+    })
+}
+
+/// Validator `v`'s scores from the steering heads each fold's adapter was trained with: a training
+/// row by its own fold's adapter and heads, a scored row the mean over folds. A probability is
+/// comparable across folds where an embedding is not, so thresholds chosen on these are honest
+/// for an adapter shipped with its own steering heads.
+fn steering_scores(
+    v: usize,
+    run: &CrossFitRun,
+    trained_on: &[LabelledMessage],
+    scored_rows: usize,
+    fold_of: &[usize],
+    fitted: &aegis_adapt::CrossFit,
+) -> Result<ValidatorScores> {
+    let probability = |fold: usize, row: usize| -> Result<Option<f64>> {
+        fitted.by_fold[fold][row]
+            .as_ref()
+            .map(|x| fitted.reports[fold].steering.probability(v, x))
+            .transpose()
+            .map_err(Into::into)
+    };
+    let mut out_of_fold = vec![None; trained_on.len()];
+    for (row, message) in trained_on.iter().enumerate() {
+        if message.label(&run.validators[v]).is_some() {
+            out_of_fold[row] = probability(fold_of[row], row)?;
+        }
+    }
+    let mut scored = Vec::with_capacity(scored_rows);
+    for s in 0..scored_rows {
+        let mut sum = (0.0, 0usize);
+        for fold in 0..fitted.by_fold.len() {
+            if let Some(p) = probability(fold, trained_on.len() + s)? {
+                sum.0 += p;
+                sum.1 += 1;
+            }
+        }
+        scored.push((sum.1 > 0).then(|| sum.0 / sum.1 as f64));
+    }
+    Ok(ValidatorScores {
+        skipped: Vec::new(),
+        out_of_fold,
+        scored,
     })
 }
 
