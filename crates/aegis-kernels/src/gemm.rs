@@ -20,6 +20,8 @@ mod quantize_avx512;
 mod tile;
 #[cfg(target_arch = "x86_64")]
 mod vnni;
+#[cfg(target_arch = "x86_64")]
+mod vnni256;
 
 use bf16_matrix::Bf16Matrix;
 use f32_panels::F32Matrix;
@@ -104,7 +106,9 @@ impl Matrix {
     ) -> Self {
         let layout = match kind {
             KernelKind::Avx2Fma => Layout::F32(F32Matrix::pack(outputs, inputs, at)),
-            KernelKind::Avx512Vnni => Layout::Int8(Int8Matrix::pack(outputs, inputs, at)),
+            KernelKind::Avx512Vnni | KernelKind::AvxVnni => {
+                Layout::Int8(Int8Matrix::pack(outputs, inputs, at))
+            }
             KernelKind::AmxBf16 => Layout::Bf16(Bf16Matrix::pack(
                 outputs,
                 inputs,
@@ -203,17 +207,24 @@ pub fn matmul(
             });
         }
         Layout::Int8(matrix) => {
-            // Only `Avx512Vnni` packs this layout; without VNNI the portable tile runs.
-            let fast = w.kind.available();
+            // Both int8 kinds pack this layout and give the same bits: the 512-bit tile where
+            // asked for and present, else the 256-bit one where present, else the portable tile.
+            let wide = w.kind == KernelKind::Avx512Vnni && w.kind.available();
+            let narrow = !wide && KernelKind::AvxVnni.available();
             let quantized = int8::quantize_rows(a, rows, lda, matrix.inputs, parallel);
             split_panels(matrix.panels(), parallel, |panels| {
                 for panel in panels {
                     #[cfg(target_arch = "x86_64")]
-                    if fast {
+                    if wide {
                         vnni::panel(&quantized, rows, matrix, panel, out);
                         continue;
                     }
-                    let _ = fast;
+                    #[cfg(target_arch = "x86_64")]
+                    if narrow {
+                        vnni256::panel(&quantized, rows, matrix, panel, out);
+                        continue;
+                    }
+                    let _ = (wide, narrow);
                     int8::portable_panel(&quantized, rows, matrix, panel, out);
                 }
             });
@@ -369,10 +380,16 @@ mod tests {
             let inputs = 4;
             let w: Vec<f32> = (0..outputs * inputs).map(|x| x as f32 * 0.25).collect();
             let a: Vec<f32> = (0..rows * inputs).map(|x| 1.0 - x as f32 * 0.5).collect();
-            let matrix = Matrix::from_rows(KernelKind::Avx512Vnni, &w, outputs, inputs);
-            let mut c = vec![0.0f32; rows * outputs];
-            matmul(&a, rows, inputs, &matrix, &mut c, outputs, false);
-            assert_eq!(c, int8_portable(&a, rows, &matrix), "int8 {rows}x{outputs}");
+            for kind in [KernelKind::Avx512Vnni, KernelKind::AvxVnni] {
+                let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
+                let mut c = vec![0.0f32; rows * outputs];
+                matmul(&a, rows, inputs, &matrix, &mut c, outputs, false);
+                assert_eq!(
+                    c,
+                    int8_portable(&a, rows, &matrix),
+                    "{kind:?} {rows}x{outputs}"
+                );
+            }
         }
     }
 
@@ -397,25 +414,30 @@ mod tests {
         let mut seed = 7;
         let a: Vec<f32> = (0..rows * inputs).map(|_| lcg(&mut seed)).collect();
         let w: Vec<f32> = (0..outputs * inputs).map(|_| lcg(&mut seed)).collect();
-        let matrix = Matrix::from_rows(KernelKind::Avx512Vnni, &w, outputs, inputs);
-        let mut c = vec![0f32; rows * outputs];
-        matmul(&a, rows, inputs, &matrix, &mut c, outputs, true);
-        assert_eq!(
-            c,
-            int8_portable(&a, rows, &matrix),
-            "VNNI available: {}",
-            KernelKind::Avx512Vnni.available()
-        );
-        // Each operand is off by at most half a step of 1/127 of its row's largest value; over
-        // 130 products of values below 1 the error stays a small part of the product's size.
         let exact = reference(KernelKind::Portable, &a, rows, &w, outputs, inputs);
-        let (mut error, mut size) = (0f64, 0f64);
-        for (got, want) in c.iter().zip(&exact) {
-            error += (f64::from(*got) - want).powi(2);
-            size += want.powi(2);
+        // Both widths of `vpdpbusd`, each where this CPU has it (else the portable tile ran).
+        for kind in [KernelKind::Avx512Vnni, KernelKind::AvxVnni] {
+            let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
+            let mut c = vec![0f32; rows * outputs];
+            matmul(&a, rows, inputs, &matrix, &mut c, outputs, true);
+            assert_eq!(
+                c,
+                int8_portable(&a, rows, &matrix),
+                "{kind:?} available: {}",
+                kind.available()
+            );
+            eprintln!("{kind:?} available: {}", kind.available());
+            // Each operand is off by at most half a step of 1/127 of its row's largest value;
+            // over 130 products of values below 1 the error stays a small part of the product's
+            // size.
+            let (mut error, mut size) = (0f64, 0f64);
+            for (got, want) in c.iter().zip(&exact) {
+                error += (f64::from(*got) - want).powi(2);
+                size += want.powi(2);
+            }
+            let relative = (error / size).sqrt();
+            assert!(relative < 0.02, "{kind:?}: relative error {relative}");
         }
-        let relative = (error / size).sqrt();
-        assert!(relative < 0.02, "relative error {relative}");
     }
 
     #[test]

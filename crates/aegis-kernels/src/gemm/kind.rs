@@ -15,6 +15,11 @@ pub enum KernelKind {
     /// quantized per row at each product: twice `vdpbf16ps`'s multiply-adds an instruction and
     /// half its weight bytes. Chosen by the encoder's weight format, never by [`Self::detect`].
     Avx512Vnni,
+    /// `vpdpbusd` on 256-bit vectors (32 multiply-adds an instruction), the same int8 layout and
+    /// bits as [`Self::Avx512Vnni`]: for Intel Core since Alder Lake (AVX-VNNI, no AVX-512). An
+    /// AVX-512 VNNI CPU runs it too (the instruction's EVEX encoding), so it is tested and
+    /// benched there; the dispatch order puts the 512-bit kind first.
+    AvxVnni,
     /// `vdpbf16ps` on 512-bit vectors, over bf16 weights and inputs.
     Avx512Bf16,
     /// f32 weights and inputs, fused multiply-adds on 256-bit vectors: for the CPUs most people
@@ -29,9 +34,10 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kind, fastest first: the dispatch order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::AmxBf16,
         Self::Avx512Vnni,
+        Self::AvxVnni,
         Self::Avx512Bf16,
         Self::Avx2Fma,
         Self::Portable,
@@ -61,9 +67,11 @@ impl KernelKind {
             #[cfg(target_arch = "x86_64")]
             Self::Avx512Vnni => super::vnni::available(),
             #[cfg(target_arch = "x86_64")]
+            Self::AvxVnni => super::vnni256::available(),
+            #[cfg(target_arch = "x86_64")]
             Self::Avx512Bf16 => super::avx512::available(),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::AmxBf16 | Self::Avx512Vnni | Self::Avx512Bf16 => false,
+            Self::AmxBf16 | Self::Avx512Vnni | Self::AvxVnni | Self::Avx512Bf16 => false,
             Self::Avx2Fma => super::f32_panels::avx2_available(),
             Self::Portable => true,
         }
@@ -74,6 +82,7 @@ impl KernelKind {
         match self {
             Self::AmxBf16 => "AMX-TILE and AMX-BF16, and Linux granting the tile state",
             Self::Avx512Vnni => "AVX-512F and AVX-512 VNNI",
+            Self::AvxVnni => "AVX2, FMA and AVX-VNNI (or AVX-512 VNNI with AVX-512VL)",
             Self::Avx512Bf16 => "AVX-512F and AVX-512 BF16",
             Self::Avx2Fma => "AVX2 and FMA",
             Self::Portable => "nothing",
@@ -89,6 +98,10 @@ impl KernelKind {
             }
             Self::Avx512Vnni => {
                 "64 int8 multiply-adds an instruction: the int8 weight format, where chosen"
+            }
+            Self::AvxVnni => {
+                "32 int8 multiply-adds an instruction on 256-bit vectors where AVX-512 is absent \
+                 (four times an f32 FMA's): the int8 weight format, where chosen"
             }
             Self::Avx512Bf16 => "32 bf16 multiply-adds an instruction, weights and inputs in bf16",
             Self::Avx2Fma => {
@@ -130,6 +143,7 @@ impl KernelKind {
         match self {
             Self::AmxBf16 => "amx-bf16",
             Self::Avx512Vnni => "avx512-vnni",
+            Self::AvxVnni => "avx-vnni",
             Self::Avx512Bf16 => "avx512-bf16",
             Self::Avx2Fma => "avx2-fma",
             Self::Portable => "portable",
@@ -139,7 +153,7 @@ impl KernelKind {
     /// The number format the weights are packed in for this kind.
     pub fn weights(self) -> &'static str {
         match self {
-            Self::Avx512Vnni => "int8",
+            Self::Avx512Vnni | Self::AvxVnni => "int8",
             Self::Avx2Fma => "f32",
             Self::AmxBf16 | Self::Avx512Bf16 | Self::Portable => "bf16",
         }

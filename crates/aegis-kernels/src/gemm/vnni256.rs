@@ -1,0 +1,212 @@
+//! The int8 product on 256-bit `vpdpbusd` (32 multiply-adds an instruction), for the CPUs most
+//! reviewers' laptops have: Intel Core since Alder Lake has AVX-VNNI and no AVX-512. It reads the
+//! layout the AVX-512 tile reads and does the same arithmetic lane by lane, so the two and the
+//! portable tile give the same bits. With 16 vector registers (AVX-512 has 32), a tile takes half
+//! a panel (16 outputs, two vectors) at a time: 12 i32 sums, 2 weight vectors and a broadcast
+//! stay in registers, and the f32 totals, touched once a block, may live on the stack.
+//!
+//! The instruction comes in two encodings with the same semantics: VEX (AVX-VNNI) and EVEX
+//! (AVX-512 VNNI with AVX-512VL). Both tiles are built from one body, so an AVX-512 machine runs
+//! the same loop (tests, and the bench beside the other kinds) where no AVX-VNNI CPU is at hand.
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::{
+    __m256, __m256i, _mm256_cmpgt_epi32, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32,
+    _mm256_dpbusd_epi32, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_maskstore_ps,
+    _mm256_mul_ps, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi32, _mm256_setzero_ps,
+    _mm256_storeu_ps,
+};
+
+use super::int8::{Int8Matrix, QuantizedRows};
+use super::tile::{Output, PANEL};
+use super::tile::{BLOCK_QUADS, INT8_TILE_ROWS};
+
+/// Outputs in one 256-bit vector of i32 or f32.
+const LANES: usize = 8;
+/// Outputs a tile covers in one pass: half a panel.
+const HALF: usize = PANEL / 2;
+
+/// The VEX encoding (AVX-VNNI).
+fn vex_available() -> bool {
+    std::arch::is_x86_feature_detected!("avxvnni")
+        && std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// The EVEX encoding of the same instruction on 256 bits.
+fn evex_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512vnni")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+}
+
+pub(super) fn available() -> bool {
+    vex_available() || evex_available()
+}
+
+/// What a tile reads: its rows' quads and block scales, and the panel's weights, block scales
+/// and block offsets.
+#[derive(Clone, Copy)]
+struct TileInputs {
+    a: *const u32,
+    row_scales: *const f32,
+    quads: usize,
+    blocks: usize,
+    weights: *const u32,
+    scales: *const f32,
+    offsets: *const i32,
+}
+
+type Tile = unsafe fn(TileInputs, *mut f32, usize, usize);
+
+/// Builds a tile function from one body for an encoding's target features and intrinsic.
+macro_rules! tile_for {
+    ($name:ident, $features:literal, $dpbusd:ident) => {
+        /// Up to `ROWS` rows by one panel: each half panel's block sums start at minus the
+        /// block's offsets, and at the block's end are scaled and added to the totals in one
+        /// fused multiply-add, as the portable tile does it.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const ROWS: usize>(t: TileInputs, c: *mut f32, ldc: usize, columns: usize) {
+            for first in [0, HALF] {
+                if columns <= first {
+                    break;
+                }
+                let mut total: [[__m256; 2]; ROWS] = [[_mm256_setzero_ps(); 2]; ROWS];
+                for block in 0..t.blocks {
+                    let at = block * PANEL + first;
+                    let start = [
+                        _mm256_loadu_si256(t.offsets.add(at).cast::<__m256i>()),
+                        _mm256_loadu_si256(t.offsets.add(at + LANES).cast::<__m256i>()),
+                    ];
+                    let mut sums: [[__m256i; 2]; ROWS] = [start; ROWS];
+                    for quad in block * BLOCK_QUADS..(block + 1) * BLOCK_QUADS {
+                        let w = t.weights.add(quad * PANEL + first);
+                        let w = [
+                            _mm256_loadu_si256(w.cast::<__m256i>()),
+                            _mm256_loadu_si256(w.add(LANES).cast::<__m256i>()),
+                        ];
+                        for (r, sums) in sums.iter_mut().enumerate() {
+                            let x = _mm256_set1_epi32(*t.a.add(r * t.quads + quad) as i32);
+                            sums[0] = $dpbusd(sums[0], x, w[0]);
+                            sums[1] = $dpbusd(sums[1], x, w[1]);
+                        }
+                    }
+                    let scales = [
+                        _mm256_loadu_ps(t.scales.add(at)),
+                        _mm256_loadu_ps(t.scales.add(at + LANES)),
+                    ];
+                    for (r, (total, sums)) in total.iter_mut().zip(&sums).enumerate() {
+                        let row_scale = _mm256_set1_ps(*t.row_scales.add(r * t.blocks + block));
+                        for half in 0..2 {
+                            total[half] = _mm256_fmadd_ps(
+                                _mm256_cvtepi32_ps(sums[half]),
+                                _mm256_mul_ps(scales[half], row_scale),
+                                total[half],
+                            );
+                        }
+                    }
+                }
+                for (r, total) in total.iter().enumerate() {
+                    let row = c.add(r * ldc);
+                    for (k, &value) in total.iter().enumerate() {
+                        let column = first + k * LANES;
+                        // Only formed when those columns exist: a pointer past the buffer is
+                        // undefined behaviour even unused.
+                        if columns <= column {
+                            break;
+                        }
+                        let at = row.add(column);
+                        let count = columns - column;
+                        if count >= LANES {
+                            _mm256_storeu_ps(at, value);
+                        } else {
+                            let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(count as i32), lane);
+                            _mm256_maskstore_ps(at, mask, value);
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+tile_for!(vex_tile, "avx2,fma,avxvnni", _mm256_dpbusd_avx_epi32);
+tile_for!(
+    evex_tile,
+    "avx2,fma,avx512f,avx512vl,avx512vnni",
+    _mm256_dpbusd_epi32
+);
+
+/// The tile for each block height, 1 to [`INT8_TILE_ROWS`], per encoding.
+const VEX_TILES: [Tile; INT8_TILE_ROWS] = [
+    vex_tile::<1>,
+    vex_tile::<2>,
+    vex_tile::<3>,
+    vex_tile::<4>,
+    vex_tile::<5>,
+    vex_tile::<6>,
+];
+const EVEX_TILES: [Tile; INT8_TILE_ROWS] = [
+    evex_tile::<1>,
+    evex_tile::<2>,
+    evex_tile::<3>,
+    evex_tile::<4>,
+    evex_tile::<5>,
+    evex_tile::<6>,
+];
+
+/// The encoding this CPU runs, AVX-VNNI's first (where a CPU has both, they are one instruction).
+fn tiles() -> Option<&'static [Tile; INT8_TILE_ROWS]> {
+    if vex_available() {
+        Some(&VEX_TILES)
+    } else if evex_available() {
+        Some(&EVEX_TILES)
+    } else {
+        None
+    }
+}
+
+pub(super) fn panel(
+    a: &QuantizedRows,
+    rows: usize,
+    matrix: &Int8Matrix,
+    panel: usize,
+    out: Output,
+) {
+    let Some(tiles) = tiles() else {
+        // `matmul` checks `available()` first; this keeps the function safe on its own.
+        super::int8::portable_panel(a, rows, matrix, panel, out);
+        return;
+    };
+    let first_column = panel * PANEL;
+    let columns = PANEL.min(out.columns - first_column);
+    let (weights, scales, offsets) = matrix.panel_parts(panel);
+    debug_assert_eq!(weights.len(), a.quads * PANEL);
+    debug_assert_eq!(scales.len(), a.blocks * PANEL);
+    for start in (0..rows).step_by(INT8_TILE_ROWS) {
+        let height = INT8_TILE_ROWS.min(rows - start);
+        let a_rows = &a.data[start * a.quads..(start + height) * a.quads];
+        let row_scales = &a.scales[start * a.blocks..(start + height) * a.blocks];
+        let inputs = TileInputs {
+            a: a_rows.as_ptr(),
+            row_scales: row_scales.as_ptr(),
+            quads: a.quads,
+            blocks: a.blocks,
+            weights: weights.as_ptr(),
+            scales: scales.as_ptr(),
+            offsets: offsets.as_ptr(),
+        };
+        // SAFETY: `tiles()` returned this encoding's tiles only where the CPU has its features;
+        // the tile reads `height` rows of `quads` quads and `blocks` scales, and the panel's
+        // `quads * PANEL` weights and `blocks * PANEL` scales and offsets, all sized so above
+        // (the input and the matrix are padded to the same whole blocks), and writes `columns`
+        // columns of `height` rows of `c` at row `start`, inside what `matmul` checked and owned
+        // by this panel alone.
+        unsafe {
+            let c = out.ptr().add(start * out.ldc + first_column);
+            tiles[height - 1](inputs, c, out.ldc, columns);
+        }
+    }
+}
