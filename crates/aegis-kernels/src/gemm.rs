@@ -16,7 +16,7 @@ mod int8;
 mod kind;
 mod portable;
 #[cfg(target_arch = "x86_64")]
-mod quantize_avx512;
+mod quantize_x86;
 mod tile;
 #[cfg(target_arch = "x86_64")]
 mod vnni;
@@ -211,7 +211,7 @@ pub fn matmul(
             // asked for and present, else the 256-bit one where present, else the portable tile.
             let wide = w.kind == KernelKind::Avx512Vnni && w.kind.available();
             let narrow = !wide && KernelKind::AvxVnni.available();
-            let quantized = int8::quantize_rows(a, rows, lda, matrix.inputs, parallel);
+            let quantized = int8::quantize_rows(a, rows, lda, matrix.inputs, parallel, wide);
             split_panels(matrix.panels(), parallel, |panels| {
                 for panel in panels {
                     #[cfg(target_arch = "x86_64")]
@@ -399,7 +399,7 @@ mod tests {
             panic!("an int8 kind packs int8")
         };
         let (inputs, outputs) = (matrix.inputs, matrix.outputs);
-        let quantized = int8::quantize_rows(a, rows, inputs, inputs, false);
+        let quantized = int8::quantize_rows(a, rows, inputs, inputs, false, true);
         let mut c = vec![0f32; rows * outputs];
         let out = Output::new(&mut c, outputs, outputs);
         for panel in 0..packed.panels() {

@@ -149,23 +149,27 @@ fn quantize_row_body(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
     }
 }
 
-/// One row to shifted bytes (`out` as long as `row`), a scale per block into `scales`.
-fn quantize_row(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
+/// One row to shifted bytes (`out` as long as `row`), a scale per block into `scales`; `wide`
+/// allows 512-bit vectors (the 512-bit tile's products), else at most 256-bit ones.
+fn quantize_row(row: &[f32], out: &mut [u8], scales: &mut [f32], wide: bool) {
     #[cfg(target_arch = "x86_64")]
-    if super::quantize_avx512::quantize_row(row, out, scales) {
+    if super::quantize_x86::quantize_row(row, out, scales, wide) {
         return;
     }
+    let _ = wide;
     quantize_row_body(row, out, scales);
 }
 
 /// `a`'s rows quantized; `parallel` spreads them over rayon's threads (each row is
-/// independent, so the bytes are the same either way).
+/// independent, so the bytes are the same either way); `wide` as [`quantize_row`] has it (the
+/// bytes are the same either way too).
 pub(crate) fn quantize_rows(
     a: &[f32],
     rows: usize,
     lda: usize,
     inputs: usize,
     parallel: bool,
+    wide: bool,
 ) -> QuantizedRows {
     let blocks = inputs.div_ceil(BLOCK);
     let quads = blocks * BLOCK_QUADS;
@@ -177,6 +181,7 @@ pub(crate) fn quantize_rows(
             &a[row * lda..row * lda + inputs],
             &mut out[..inputs],
             scales,
+            wide,
         );
     };
     let width = quads * QUAD;
@@ -269,7 +274,7 @@ pub(super) fn reference(
     outputs: usize,
     inputs: usize,
 ) -> Vec<f64> {
-    let x = quantize_rows(a, rows, inputs, inputs, false);
+    let x = quantize_rows(a, rows, inputs, inputs, false, true);
     let m = Int8Matrix::pack(outputs, inputs, |o, i| w[o * inputs + i]);
     let byte = |words: &[u32], i: usize| words[i / QUAD].to_le_bytes()[i % QUAD];
     let mut c = vec![0.0; rows * outputs];
@@ -308,7 +313,7 @@ mod tests {
         row[BLOCK..].copy_from_slice(&[2.0, 0.0, -1.0]);
         let mut out = vec![0u8; row.len()];
         let mut scales = [0f32; 2];
-        quantize_row(&row, &mut out, &mut scales);
+        quantize_row(&row, &mut out, &mut scales, true);
         assert_eq!(scales, [1.0 / 127.0, 2.0 / 127.0]);
         // 0.5·127 = 63.5 rounds half up to 64.
         assert_eq!(out[..5], [128 + 64, 1, 128, 128 + 32, 129]);
@@ -316,7 +321,7 @@ mod tests {
         assert_eq!(out[BLOCK..], [255, 128, 128 - 63]);
         let mut zeros = [9u8; 3];
         let mut scale = [7.0f32];
-        quantize_row(&[0.0; 3], &mut zeros, &mut scale);
+        quantize_row(&[0.0; 3], &mut zeros, &mut scale, false);
         assert_eq!((zeros, scale), ([128; 3], [0.0]));
     }
 
@@ -337,11 +342,18 @@ mod tests {
                 })
                 .collect();
             let blocks = len.div_ceil(BLOCK);
-            let (mut bytes, mut scales) = (vec![0u8; len], vec![0f32; blocks]);
-            quantize_row(&row, &mut bytes, &mut scales);
             let (mut want_bytes, mut want_scales) = (vec![0u8; len], vec![0f32; blocks]);
             quantize_row_body(&row, &mut want_bytes, &mut want_scales);
-            assert_eq!((bytes, scales), (want_bytes, want_scales), "length {len}");
+            // 512-bit vectors where the CPU has them, and 256-bit ones.
+            for wide in [true, false] {
+                let (mut bytes, mut scales) = (vec![0u8; len], vec![0f32; blocks]);
+                quantize_row(&row, &mut bytes, &mut scales, wide);
+                assert_eq!(
+                    (&bytes, &scales),
+                    (&want_bytes, &want_scales),
+                    "length {len}, wide {wide}"
+                );
+            }
         }
     }
 
