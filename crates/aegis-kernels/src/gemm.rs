@@ -9,6 +9,8 @@
 #[cfg(target_arch = "x86_64")]
 mod amx;
 #[cfg(target_arch = "x86_64")]
+mod amx_int8;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 mod bf16_matrix;
 mod f32_panels;
@@ -106,7 +108,7 @@ impl Matrix {
     ) -> Self {
         let layout = match kind {
             KernelKind::Avx2Fma => Layout::F32(F32Matrix::pack(outputs, inputs, at)),
-            KernelKind::Avx512Vnni | KernelKind::AvxVnni => {
+            KernelKind::AmxInt8 | KernelKind::Avx512Vnni | KernelKind::AvxVnni => {
                 Layout::Int8(Int8Matrix::pack(outputs, inputs, at))
             }
             KernelKind::AmxBf16 => Layout::Bf16(Bf16Matrix::pack(
@@ -207,12 +209,35 @@ pub fn matmul(
             });
         }
         Layout::Int8(matrix) => {
-            // Both int8 kinds pack this layout and give the same bits: the 512-bit tile where
-            // asked for and present, else the 256-bit one where present, else the portable tile.
-            let wide = w.kind == KernelKind::Avx512Vnni && w.kind.available();
-            let narrow = !wide && KernelKind::AvxVnni.available();
-            let quantized = int8::quantize_rows(a, rows, lda, matrix.inputs, parallel, wide);
+            // Every int8 kind packs this layout and they give the same bits: AMX tiles where
+            // asked for and granted, else the 512-bit tile where asked for (AMX's request falls
+            // back to it) and present, else the 256-bit one where present, else the portable
+            // tile.
+            let tiles = w.kind == KernelKind::AmxInt8 && w.kind.available();
+            let wide = !tiles
+                && matches!(w.kind, KernelKind::AmxInt8 | KernelKind::Avx512Vnni)
+                && KernelKind::Avx512Vnni.available();
+            let narrow = !tiles && !wide && KernelKind::AvxVnni.available();
+            let padded_rows = if tiles {
+                rows.next_multiple_of(AMX_TILE)
+            } else {
+                rows
+            };
+            let quantized = int8::quantize_rows(
+                a,
+                rows,
+                lda,
+                matrix.inputs,
+                parallel,
+                tiles || wide,
+                padded_rows,
+            );
             split_panels(matrix.panels(), parallel, |panels| {
+                #[cfg(target_arch = "x86_64")]
+                if tiles {
+                    amx_int8::panels(&quantized, rows, matrix, panels, out);
+                    return;
+                }
                 for panel in panels {
                     #[cfg(target_arch = "x86_64")]
                     if wide {
@@ -224,7 +249,7 @@ pub fn matmul(
                         vnni256::panel(&quantized, rows, matrix, panel, out);
                         continue;
                     }
-                    let _ = (wide, narrow);
+                    let _ = (tiles, wide, narrow);
                     int8::portable_panel(&quantized, rows, matrix, panel, out);
                 }
             });
@@ -380,7 +405,11 @@ mod tests {
             let inputs = 4;
             let w: Vec<f32> = (0..outputs * inputs).map(|x| x as f32 * 0.25).collect();
             let a: Vec<f32> = (0..rows * inputs).map(|x| 1.0 - x as f32 * 0.5).collect();
-            for kind in [KernelKind::Avx512Vnni, KernelKind::AvxVnni] {
+            for kind in [
+                KernelKind::AmxInt8,
+                KernelKind::Avx512Vnni,
+                KernelKind::AvxVnni,
+            ] {
                 let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
                 let mut c = vec![0.0f32; rows * outputs];
                 matmul(&a, rows, inputs, &matrix, &mut c, outputs, false);
@@ -399,7 +428,7 @@ mod tests {
             panic!("an int8 kind packs int8")
         };
         let (inputs, outputs) = (matrix.inputs, matrix.outputs);
-        let quantized = int8::quantize_rows(a, rows, inputs, inputs, false, true);
+        let quantized = int8::quantize_rows(a, rows, inputs, inputs, false, true, rows);
         let mut c = vec![0f32; rows * outputs];
         let out = Output::new(&mut c, outputs, outputs);
         for panel in 0..packed.panels() {
@@ -416,7 +445,11 @@ mod tests {
         let w: Vec<f32> = (0..outputs * inputs).map(|_| lcg(&mut seed)).collect();
         let exact = reference(KernelKind::Portable, &a, rows, &w, outputs, inputs);
         // Both widths of `vpdpbusd`, each where this CPU has it (else the portable tile ran).
-        for kind in [KernelKind::Avx512Vnni, KernelKind::AvxVnni] {
+        for kind in [
+            KernelKind::AmxInt8,
+            KernelKind::Avx512Vnni,
+            KernelKind::AvxVnni,
+        ] {
             let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
             let mut c = vec![0f32; rows * outputs];
             matmul(&a, rows, inputs, &matrix, &mut c, outputs, true);

@@ -26,7 +26,7 @@ use super::tile::{Output, PackedRows, AMX_TILE as TILE, PANEL};
 use crate::bf16::bf16_to_f32;
 
 /// Bytes in a row of a tile.
-const TILE_ROW_BYTES: usize = 64;
+pub(super) const TILE_ROW_BYTES: usize = 64;
 
 /// Whether the CPU has AMX-TILE and AMX-BF16 and the kernel lets this process use the tile
 /// registers. Linux grants them only on request (`arch_prctl(ARCH_REQ_XCOMP_PERM)`: their 8 KiB
@@ -36,16 +36,30 @@ pub(super) fn available() -> bool {
     *GRANTED.get_or_init(|| cpu_has_amx_bf16() && request_tile_state())
 }
 
+/// As [`available`], for AMX-INT8 (`tdpbusd`).
+pub(super) fn int8_available() -> bool {
+    static GRANTED: OnceLock<bool> = OnceLock::new();
+    *GRANTED.get_or_init(|| cpu_has_amx(AMX_INT8) && request_tile_state())
+}
+
+/// CPUID leaf 7's EDX bits for the tile unit's parts.
+const AMX_BF16: u32 = 1 << 22;
+const AMX_TILE: u32 = 1 << 24;
+const AMX_INT8: u32 = 1 << 25;
+
 fn cpu_has_amx_bf16() -> bool {
+    cpu_has_amx(AMX_BF16)
+}
+
+/// Whether the CPU has the tiles and the product `part` names.
+fn cpu_has_amx(part: u32) -> bool {
     use std::arch::x86_64::{__cpuid, __cpuid_count};
-    const AMX_BF16: u32 = 1 << 22;
-    const AMX_TILE: u32 = 1 << 24;
     // Leaf 7 is read only where leaf 0 says it exists.
     if __cpuid(0).eax < 7 {
         return false;
     }
     let edx = __cpuid_count(7, 0).edx;
-    edx & AMX_TILE != 0 && edx & AMX_BF16 != 0
+    edx & AMX_TILE != 0 && edx & part != 0
 }
 
 #[cfg(target_os = "linux")]
@@ -72,9 +86,9 @@ fn request_tile_state() -> bool {
 
 /// The accumulator tiles (a block of 32 rows by 32 outputs, as rows 0–15 and 16–31 by outputs
 /// 0–15 and 16–31), the tiles of `a`'s two row halves, and of the weights' two column halves.
-const ACCUMULATORS: [usize; 4] = [0, 1, 2, 3];
-const A_TILES: [usize; 2] = [4, 5];
-const W_TILES: [usize; 2] = [6, 7];
+pub(super) const ACCUMULATORS: [usize; 4] = [0, 1, 2, 3];
+pub(super) const A_TILES: [usize; 2] = [4, 5];
+pub(super) const W_TILES: [usize; 2] = [6, 7];
 
 /// What the loops do to the eight tile registers (each 16 rows of 64 bytes).
 pub(super) trait Tiles {
@@ -93,16 +107,19 @@ pub(super) trait Tiles {
     /// `tdpbf16ps`: accumulator `c` (16 × 16 f32) += tile `a` (16 rows of 16 bf16 pairs) times
     /// tile `b` (16 pair rows of 16 columns' pairs).
     fn dot(&mut self, c: usize, a: usize, b: usize);
+    /// `tdpbusd`: accumulator `c` (16 × 16 i32) += tile `a` (16 rows of 16 quads of unsigned
+    /// bytes) times tile `b` (16 quad rows of 16 columns' quads of signed bytes).
+    fn dot_int8(&mut self, c: usize, a: usize, b: usize);
 }
 
 /// The CPU's own tiles. Making one loads the tile configuration; dropping it releases the
 /// tiles.
-struct Amx(());
+pub(super) struct Amx(());
 
 impl Amx {
     /// # Safety
-    /// [`available`] said yes.
-    unsafe fn configure() -> Self {
+    /// [`available`] or [`int8_available`] said yes.
+    pub(super) unsafe fn configure() -> Self {
         let config = TileConfig::whole_tiles();
         asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly));
         Self(())
@@ -178,6 +195,20 @@ impl Tiles for Amx {
             }
         }
     }
+
+    #[inline(always)]
+    fn dot_int8(&mut self, c: usize, a: usize, b: usize) {
+        // SAFETY: as `dot`.
+        unsafe {
+            match (c, a, b) {
+                (0, 4, 6) => asm!("tdpbusd tmm0, tmm4, tmm6", options(nostack, nomem)),
+                (1, 4, 7) => asm!("tdpbusd tmm1, tmm4, tmm7", options(nostack, nomem)),
+                (2, 5, 6) => asm!("tdpbusd tmm2, tmm5, tmm6", options(nostack, nomem)),
+                (3, 5, 7) => asm!("tdpbusd tmm3, tmm5, tmm7", options(nostack, nomem)),
+                _ => unreachable!("the loops pair accumulator, row half and column half so"),
+            }
+        }
+    }
 }
 
 /// The tiles in plain Rust, with `tdpbf16ps`'s arithmetic (bf16 products exact in f32, summed
@@ -235,6 +266,25 @@ impl Tiles for Emulated {
                     let (x, w) = (self.word(a, m, k), self.word(b, k, n));
                     sum += bf16_to_f32(x as u16) * bf16_to_f32(w as u16);
                     sum += bf16_to_f32((x >> 16) as u16) * bf16_to_f32((w >> 16) as u16);
+                }
+                let at = m * TILE_ROW_BYTES + n * 4;
+                self.tiles[c][at..at + 4].copy_from_slice(&sum.to_le_bytes());
+            }
+        }
+    }
+
+    fn dot_int8(&mut self, c: usize, a: usize, b: usize) {
+        for m in 0..TILE {
+            for n in 0..TILE {
+                let mut sum = self.word(c, m, n) as i32;
+                for k in 0..TILE {
+                    let (x, w) = (
+                        self.word(a, m, k).to_le_bytes(),
+                        self.word(b, k, n).to_le_bytes(),
+                    );
+                    for q in 0..4 {
+                        sum = sum.wrapping_add(i32::from(x[q]) * i32::from(w[q] as i8));
+                    }
                 }
                 let at = m * TILE_ROW_BYTES + n * 4;
                 self.tiles[c][at..at + 4].copy_from_slice(&sum.to_le_bytes());

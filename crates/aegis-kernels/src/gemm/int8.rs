@@ -160,9 +160,10 @@ fn quantize_row(row: &[f32], out: &mut [u8], scales: &mut [f32], wide: bool) {
     quantize_row_body(row, out, scales);
 }
 
-/// `a`'s rows quantized; `parallel` spreads them over rayon's threads (each row is
-/// independent, so the bytes are the same either way); `wide` as [`quantize_row`] has it (the
-/// bytes are the same either way too).
+/// `a`'s rows quantized, then zero rows (zero point, zero scales) up to `padded_rows` for tiles
+/// of whole rows; `parallel` spreads them over rayon's threads (each row is independent, so the
+/// bytes are the same either way); `wide` as [`quantize_row`] has it (the bytes are the same
+/// either way too).
 pub(crate) fn quantize_rows(
     a: &[f32],
     rows: usize,
@@ -170,12 +171,13 @@ pub(crate) fn quantize_rows(
     inputs: usize,
     parallel: bool,
     wide: bool,
+    padded_rows: usize,
 ) -> QuantizedRows {
     let blocks = inputs.div_ceil(BLOCK);
     let quads = blocks * BLOCK_QUADS;
     // Padding inputs meet zero weights: any byte will do; the zero point keeps them honest.
-    let mut bytes = vec![ZERO_POINT as u8; rows * quads * QUAD];
-    let mut scales = vec![0f32; rows * blocks];
+    let mut bytes = vec![ZERO_POINT as u8; rows.max(padded_rows) * quads * QUAD];
+    let mut scales = vec![0f32; rows.max(padded_rows) * blocks];
     let quantize = |(row, (out, scales)): (usize, (&mut [u8], &mut [f32]))| {
         quantize_row(
             &a[row * lda..row * lda + inputs],
@@ -185,16 +187,17 @@ pub(crate) fn quantize_rows(
         );
     };
     let width = quads * QUAD;
+    let (real_bytes, real_scales) = (&mut bytes[..rows * width], &mut scales[..rows * blocks]);
     if parallel {
-        bytes
+        real_bytes
             .par_chunks_exact_mut(width)
-            .zip(scales.par_chunks_exact_mut(blocks))
+            .zip(real_scales.par_chunks_exact_mut(blocks))
             .enumerate()
             .for_each(quantize);
     } else {
-        bytes
+        real_bytes
             .chunks_exact_mut(width)
-            .zip(scales.chunks_exact_mut(blocks))
+            .zip(real_scales.chunks_exact_mut(blocks))
             .enumerate()
             .for_each(quantize);
     }
@@ -274,7 +277,7 @@ pub(super) fn reference(
     outputs: usize,
     inputs: usize,
 ) -> Vec<f64> {
-    let x = quantize_rows(a, rows, inputs, inputs, false, true);
+    let x = quantize_rows(a, rows, inputs, inputs, false, true, rows);
     let m = Int8Matrix::pack(outputs, inputs, |o, i| w[o * inputs + i]);
     let byte = |words: &[u32], i: usize| words[i / QUAD].to_le_bytes()[i % QUAD];
     let mut c = vec![0.0; rows * outputs];

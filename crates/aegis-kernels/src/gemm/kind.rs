@@ -15,6 +15,11 @@ pub enum KernelKind {
     /// quantized per row at each product: twice `vdpbf16ps`'s multiply-adds an instruction and
     /// half its weight bytes. Chosen by the encoder's weight format, never by [`Self::detect`].
     Avx512Vnni,
+    /// AMX-INT8 tiles: `tdpbusd` multiplies a 16 × 64 tile of the input's bytes by a 64 × 16 one
+    /// of weights, 256 times `vpdpbusd`'s multiply-adds an instruction, over the int8 layout and
+    /// with the same bits. After [`Self::Avx512Vnni`] in the dispatch order until measured on a
+    /// CPU with AMX: each block of 64 inputs ends in a trip through memory for its scales.
+    AmxInt8,
     /// `vpdpbusd` on 256-bit vectors (32 multiply-adds an instruction), the same int8 layout and
     /// bits as [`Self::Avx512Vnni`]: for Intel Core since Alder Lake (AVX-VNNI, no AVX-512). An
     /// AVX-512 VNNI CPU runs it too (the instruction's EVEX encoding), so it is tested and
@@ -34,9 +39,10 @@ pub enum KernelKind {
 
 impl KernelKind {
     /// Every kind, fastest first: the dispatch order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::AmxBf16,
         Self::Avx512Vnni,
+        Self::AmxInt8,
         Self::AvxVnni,
         Self::Avx512Bf16,
         Self::Avx2Fma,
@@ -67,11 +73,15 @@ impl KernelKind {
             #[cfg(target_arch = "x86_64")]
             Self::Avx512Vnni => super::vnni::available(),
             #[cfg(target_arch = "x86_64")]
+            Self::AmxInt8 => super::amx::int8_available(),
+            #[cfg(target_arch = "x86_64")]
             Self::AvxVnni => super::vnni256::available(),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512Bf16 => super::avx512::available(),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::AmxBf16 | Self::Avx512Vnni | Self::AvxVnni | Self::Avx512Bf16 => false,
+            Self::AmxBf16 | Self::Avx512Vnni | Self::AmxInt8 | Self::AvxVnni | Self::Avx512Bf16 => {
+                false
+            }
             Self::Avx2Fma => super::f32_panels::avx2_available(),
             Self::Portable => true,
         }
@@ -82,6 +92,7 @@ impl KernelKind {
         match self {
             Self::AmxBf16 => "AMX-TILE and AMX-BF16, and Linux granting the tile state",
             Self::Avx512Vnni => "AVX-512F and AVX-512 VNNI",
+            Self::AmxInt8 => "AMX-TILE and AMX-INT8, and Linux granting the tile state",
             Self::AvxVnni => "AVX2, FMA and AVX-VNNI (or AVX-512 VNNI with AVX-512VL)",
             Self::Avx512Bf16 => "AVX-512F and AVX-512 BF16",
             Self::Avx2Fma => "AVX2 and FMA",
@@ -98,6 +109,10 @@ impl KernelKind {
             }
             Self::Avx512Vnni => {
                 "64 int8 multiply-adds an instruction: the int8 weight format, where chosen"
+            }
+            Self::AmxInt8 => {
+                "16,384 int8 multiply-adds an instruction on tiles; after avx512-vnni until \
+                 measured on AMX (AEGIS_CPU_KERNELS_OFF=avx512-vnni selects it)"
             }
             Self::AvxVnni => {
                 "32 int8 multiply-adds an instruction on 256-bit vectors where AVX-512 is absent \
@@ -143,6 +158,7 @@ impl KernelKind {
         match self {
             Self::AmxBf16 => "amx-bf16",
             Self::Avx512Vnni => "avx512-vnni",
+            Self::AmxInt8 => "amx-int8",
             Self::AvxVnni => "avx-vnni",
             Self::Avx512Bf16 => "avx512-bf16",
             Self::Avx2Fma => "avx2-fma",
@@ -153,7 +169,7 @@ impl KernelKind {
     /// The number format the weights are packed in for this kind.
     pub fn weights(self) -> &'static str {
         match self {
-            Self::Avx512Vnni | Self::AvxVnni => "int8",
+            Self::AmxInt8 | Self::Avx512Vnni | Self::AvxVnni => "int8",
             Self::Avx2Fma => "f32",
             Self::AmxBf16 | Self::Avx512Bf16 | Self::Portable => "bf16",
         }
