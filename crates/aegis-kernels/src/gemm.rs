@@ -278,7 +278,7 @@ mod tests {
     use super::*;
     use crate::bf16::{bf16_bits, bf16_to_f32};
 
-    fn lcg(seed: &mut u64) -> f32 {
+    pub(super) fn lcg(seed: &mut u64) -> f32 {
         *seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
@@ -405,21 +405,40 @@ mod tests {
             let inputs = 4;
             let w: Vec<f32> = (0..outputs * inputs).map(|x| x as f32 * 0.25).collect();
             let a: Vec<f32> = (0..rows * inputs).map(|x| 1.0 - x as f32 * 0.5).collect();
-            for kind in [
-                KernelKind::AmxInt8,
-                KernelKind::Avx512Vnni,
-                KernelKind::AvxVnni,
-            ] {
-                let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
-                let mut c = vec![0.0f32; rows * outputs];
-                matmul(&a, rows, inputs, &matrix, &mut c, outputs, false);
+            every_int8_kind(&a, rows, &w, outputs, inputs, false);
+        }
+    }
+
+    /// Every int8 kind's product (each on its own tiles where this CPU has them, else on those it
+    /// falls back to), held to the portable tile's bits; the products, kind by kind.
+    fn every_int8_kind(
+        a: &[f32],
+        rows: usize,
+        w: &[f32],
+        outputs: usize,
+        inputs: usize,
+        parallel: bool,
+    ) -> Vec<(KernelKind, Vec<f32>)> {
+        let kinds = [
+            KernelKind::AmxInt8,
+            KernelKind::Avx512Vnni,
+            KernelKind::AvxVnni,
+        ];
+        kinds
+            .into_iter()
+            .map(|kind| {
+                let matrix = Matrix::from_rows(kind, w, outputs, inputs);
+                let mut c = vec![0f32; rows * outputs];
+                matmul(a, rows, inputs, &matrix, &mut c, outputs, parallel);
                 assert_eq!(
                     c,
-                    int8_portable(&a, rows, &matrix),
-                    "{kind:?} {rows}x{outputs}"
+                    int8_portable(a, rows, &matrix),
+                    "{kind:?} {rows}x{outputs}, available: {}",
+                    kind.available()
                 );
-            }
-        }
+                (kind, c)
+            })
+            .collect()
     }
 
     /// `a · Wᵀ` by the portable int8 tile, for a matrix packed for the int8 kind.
@@ -444,21 +463,7 @@ mod tests {
         let a: Vec<f32> = (0..rows * inputs).map(|_| lcg(&mut seed)).collect();
         let w: Vec<f32> = (0..outputs * inputs).map(|_| lcg(&mut seed)).collect();
         let exact = reference(KernelKind::Portable, &a, rows, &w, outputs, inputs);
-        // Both widths of `vpdpbusd`, each where this CPU has it (else the portable tile ran).
-        for kind in [
-            KernelKind::AmxInt8,
-            KernelKind::Avx512Vnni,
-            KernelKind::AvxVnni,
-        ] {
-            let matrix = Matrix::from_rows(kind, &w, outputs, inputs);
-            let mut c = vec![0f32; rows * outputs];
-            matmul(&a, rows, inputs, &matrix, &mut c, outputs, true);
-            assert_eq!(
-                c,
-                int8_portable(&a, rows, &matrix),
-                "{kind:?} available: {}",
-                kind.available()
-            );
+        for (kind, c) in every_int8_kind(&a, rows, &w, outputs, inputs, true) {
             eprintln!("{kind:?} available: {}", kind.available());
             // Each operand is off by at most half a step of 1/127 of its row's largest value;
             // over 130 products of values below 1 the error stays a small part of the product's

@@ -151,14 +151,8 @@ unsafe fn add_sums_avx512(totals: &mut [f32], sums: &[i32], weight_scales: &[f32
 mod tests {
     use super::super::amx::Emulated;
     use super::super::int8::{portable_panel, quantize_rows};
+    use super::super::tests::lcg;
     use super::*;
-
-    fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
 
     #[test]
     fn the_amx_int8_loops_give_the_portable_tiles_bits_on_tiles_emulated_on_any_cpu() {

@@ -23,19 +23,21 @@ pub(super) fn available() -> bool {
 }
 
 /// What a tile reads: its rows' quads and block scales, and the panel's weights, block scales
-/// and block offsets.
+/// and block offsets (shared with the 256-bit tiles).
 #[derive(Clone, Copy)]
-struct TileInputs {
-    a: *const u32,
-    row_scales: *const f32,
-    quads: usize,
-    blocks: usize,
-    weights: *const u32,
-    scales: *const f32,
-    offsets: *const i32,
+pub(super) struct TileInputs {
+    pub(super) a: *const u32,
+    pub(super) row_scales: *const f32,
+    pub(super) quads: usize,
+    pub(super) blocks: usize,
+    pub(super) weights: *const u32,
+    pub(super) scales: *const f32,
+    pub(super) offsets: *const i32,
 }
 
-type Tile = unsafe fn(TileInputs, *mut f32, usize, usize);
+/// A tile: its inputs, where its first output goes, the output's row stride, and how many of
+/// the panel's columns exist.
+pub(super) type Tile = unsafe fn(TileInputs, *mut f32, usize, usize);
 
 /// The tile for each block height, 1 to [`INT8_TILE_ROWS`].
 const TILES: [Tile; INT8_TILE_ROWS] = [
@@ -43,6 +45,23 @@ const TILES: [Tile; INT8_TILE_ROWS] = [
 ];
 
 pub(super) fn panel(
+    a: &QuantizedRows,
+    rows: usize,
+    matrix: &Int8Matrix,
+    panel: usize,
+    out: Output,
+) {
+    // SAFETY: `matmul` runs this only when `available()` says the CPU has the features,
+    // whatever kind its caller asked for.
+    unsafe { run_tiles(&TILES, a, rows, matrix, panel, out) }
+}
+
+/// One panel of the product, `tiles[h - 1]` computing each block of `h` rows.
+///
+/// # Safety
+/// The CPU has what `tiles` are compiled for.
+pub(super) unsafe fn run_tiles(
+    tiles: &[Tile; INT8_TILE_ROWS],
     a: &QuantizedRows,
     rows: usize,
     matrix: &Int8Matrix,
@@ -67,15 +86,14 @@ pub(super) fn panel(
             scales: scales.as_ptr(),
             offsets: offsets.as_ptr(),
         };
-        // SAFETY: `matmul` runs this only when `available()` says the CPU has the features,
-        // whatever kind its caller asked for; the tile reads `height` rows of `quads` quads and
-        // `blocks` scales, and the panel's `quads * PANEL` weights and `blocks * PANEL` scales
-        // and offsets, all sized so above (the input and the matrix are padded to the same
-        // whole blocks), and writes `columns` columns of `height` rows of `c` at row `start`,
-        // inside what `matmul` checked and owned by this panel alone.
+        // SAFETY: the CPU has the tiles' features (the caller's promise); the tile reads
+        // `height` rows of `quads` quads and `blocks` scales, and the panel's `quads * PANEL`
+        // weights and `blocks * PANEL` scales and offsets, all sized so above (the input and the
+        // matrix are padded to the same whole blocks), and writes `columns` columns of `height`
+        // rows of `c` at row `start`, inside what `matmul` checked and owned by this panel alone.
         unsafe {
             let c = out.ptr().add(start * out.ldc + first_column);
-            TILES[height - 1](inputs, c, out.ldc, columns);
+            tiles[height - 1](inputs, c, out.ldc, columns);
         }
     }
 }

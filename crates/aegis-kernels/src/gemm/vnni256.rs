@@ -20,6 +20,7 @@ use std::arch::x86_64::{
 use super::int8::{Int8Matrix, QuantizedRows};
 use super::tile::{Output, PANEL};
 use super::tile::{BLOCK_QUADS, INT8_TILE_ROWS};
+use super::vnni::{run_tiles, Tile, TileInputs};
 
 /// Outputs in one 256-bit vector of i32 or f32.
 const LANES: usize = 8;
@@ -44,21 +45,6 @@ fn evex_available() -> bool {
 pub(super) fn available() -> bool {
     vex_available() || evex_available()
 }
-
-/// What a tile reads: its rows' quads and block scales, and the panel's weights, block scales
-/// and block offsets.
-#[derive(Clone, Copy)]
-struct TileInputs {
-    a: *const u32,
-    row_scales: *const f32,
-    quads: usize,
-    blocks: usize,
-    weights: *const u32,
-    scales: *const f32,
-    offsets: *const i32,
-}
-
-type Tile = unsafe fn(TileInputs, *mut f32, usize, usize);
 
 /// Builds a tile function from one body for an encoding's target features and intrinsic.
 macro_rules! tile_for {
@@ -180,33 +166,6 @@ pub(super) fn panel(
         super::int8::portable_panel(a, rows, matrix, panel, out);
         return;
     };
-    let first_column = panel * PANEL;
-    let columns = PANEL.min(out.columns - first_column);
-    let (weights, scales, offsets) = matrix.panel_parts(panel);
-    debug_assert_eq!(weights.len(), a.quads * PANEL);
-    debug_assert_eq!(scales.len(), a.blocks * PANEL);
-    for start in (0..rows).step_by(INT8_TILE_ROWS) {
-        let height = INT8_TILE_ROWS.min(rows - start);
-        let a_rows = &a.data[start * a.quads..(start + height) * a.quads];
-        let row_scales = &a.scales[start * a.blocks..(start + height) * a.blocks];
-        let inputs = TileInputs {
-            a: a_rows.as_ptr(),
-            row_scales: row_scales.as_ptr(),
-            quads: a.quads,
-            blocks: a.blocks,
-            weights: weights.as_ptr(),
-            scales: scales.as_ptr(),
-            offsets: offsets.as_ptr(),
-        };
-        // SAFETY: `tiles()` returned this encoding's tiles only where the CPU has its features;
-        // the tile reads `height` rows of `quads` quads and `blocks` scales, and the panel's
-        // `quads * PANEL` weights and `blocks * PANEL` scales and offsets, all sized so above
-        // (the input and the matrix are padded to the same whole blocks), and writes `columns`
-        // columns of `height` rows of `c` at row `start`, inside what `matmul` checked and owned
-        // by this panel alone.
-        unsafe {
-            let c = out.ptr().add(start * out.ldc + first_column);
-            tiles[height - 1](inputs, c, out.ldc, columns);
-        }
-    }
+    // SAFETY: `tiles()` returned this encoding's tiles only where the CPU has its features.
+    unsafe { run_tiles(tiles, a, rows, matrix, panel, out) }
 }
