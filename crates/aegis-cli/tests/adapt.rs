@@ -158,7 +158,11 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
         ),
         "{err}"
     );
-    for line in ["== plain encoder ==", "== adapted =="] {
+    for line in [
+        "== plain encoder ==",
+        "== adapted, heads trained on the other folds ==",
+        "== adapted, each fold's own steering heads (stacking on scores) ==",
+    ] {
         let section = err
             .split(line)
             .nth(1)
