@@ -30,7 +30,7 @@ use f32_panels::F32Matrix;
 use int8::Int8Matrix;
 pub use kind::{KernelKind, KERNELS_OFF_ENV};
 pub use tile::BLOCK as INT8_BLOCK;
-use tile::{pack_rows, Output, AMX_TILE};
+use tile::{pack_rows, Output, Source, AMX_TILE};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
@@ -71,7 +71,7 @@ impl Matrix {
             outputs * inputs,
             "weight is not {outputs} x {inputs}"
         );
-        Self::pack(kind, outputs, inputs, |o, i| weight[o * inputs + i])
+        Self::pack(kind, outputs, inputs, Source::Rows(weight))
     }
 
     /// From `m`, `[inputs, outputs]` row-major (`y = x · m`): attention's values.
@@ -81,7 +81,7 @@ impl Matrix {
             outputs * inputs,
             "matrix is not {inputs} x {outputs}"
         );
-        Self::pack(kind, outputs, inputs, |o, i| m[i * outputs + o])
+        Self::pack(kind, outputs, inputs, Source::Columns(m))
     }
 
     /// Several linear layers reading the same input, their outputs side by side (q, k and v in
@@ -100,10 +100,25 @@ impl Matrix {
         Self::from_rows(kind, &rows, outputs, inputs)
     }
 
-    fn pack(
+    fn pack(kind: KernelKind, outputs: usize, inputs: usize, source: Source) -> Self {
+        // One closure per source, so the element loops of the layouts read by index alone.
+        match source {
+            Source::Rows(weight) => {
+                Self::pack_layout(kind, outputs, inputs, source, |o, i| weight[o * inputs + i])
+            }
+            Source::Columns(m) => {
+                Self::pack_layout(kind, outputs, inputs, source, |o, i| m[i * outputs + o])
+            }
+        }
+    }
+
+    /// The layouts that read `source` element by element through `at` (packed once, at load),
+    /// and the bf16 one, which reads it in memory order (also packed per message, by attention).
+    fn pack_layout(
         kind: KernelKind,
         outputs: usize,
         inputs: usize,
+        source: Source,
         at: impl Fn(usize, usize) -> f32,
     ) -> Self {
         let layout = match kind {
@@ -115,11 +130,14 @@ impl Matrix {
                 outputs,
                 inputs,
                 inputs.div_ceil(2).next_multiple_of(AMX_TILE),
-                at,
+                source,
             )),
-            KernelKind::Avx512Bf16 | KernelKind::Portable => {
-                Layout::Bf16(Bf16Matrix::pack(outputs, inputs, inputs.div_ceil(2), at))
-            }
+            KernelKind::Avx512Bf16 | KernelKind::Portable => Layout::Bf16(Bf16Matrix::pack(
+                outputs,
+                inputs,
+                inputs.div_ceil(2),
+                source,
+            )),
         };
         Self {
             kind,

@@ -78,3 +78,11 @@ impl Output {
         self.ptr
     }
 }
+
+/// A matrix's values as given: `[outputs, inputs]` (a linear layer's weight) or `[inputs,
+/// outputs]` (attention's values), row-major.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    Rows(&'a [f32]),
+    Columns(&'a [f32]),
+}
