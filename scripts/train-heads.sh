@@ -40,7 +40,8 @@ if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep 
   # Its own line at 0.2% of the benign rows: at the default 0.3% its third round of rows
   # (README) flagged 2.1% of benign-real-holdout.jsonl by any validator, over the 2% the issue
   # allows.
-  readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl --reading-budget 0.002)
+  readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl --reading-budget 0.002
+    --reading-layers 16)
 fi
 # Features from the precise encoder (bf16 kernels), not the int8 one `auto` picks where the CPU
 # has VNNI: the shipped heads do not depend on int8's rounding, and scored on it they were

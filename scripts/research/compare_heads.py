@@ -33,7 +33,11 @@ FILES = ['dev-permissive.jsonl', 'train-1.jsonl', 'train-2.jsonl', 'authored.jso
 CACHE = os.path.expanduser(os.environ.get('AEGIS_FEATURE_CACHE', '~/.cache/aegis/features'))
 # What the cache key of an EmbeddingGemma feature row holds (crates/aegis-guard/src/training.rs).
 PROMPT = 'task: classification | query: '
-FORMAT = 'f32 layers, Q8_0 embedding'
+# The encoder's weight format string (`EncoderInfo::weight_format`): `scripts/train-heads.sh`
+# reads with `--encoder-weights precise`, whose string names the kernels the CPU ran; set
+# AEGIS_FEATURE_FORMAT to the string of another CPU (AVX2: 'f32 layers (avx2-fma kernels), ...').
+FORMAT = os.environ.get('AEGIS_FEATURE_FORMAT',
+                        'bf16 layers (avx512-bf16 kernels), Q8_0 embedding, window ±256')
 PREAMBLE = ("<start_of_turn>user\nA message sent to a chat assistant, to be checked against "
             "safety policies:\n\n")
 

@@ -195,7 +195,9 @@ impl GuardArgs {
         }
         for problem in built.problems_to_report() {
             match problem {
-                GuardError::HeadRefused { .. } => eprintln!("warning: {problem}"),
+                GuardError::HeadRefused { .. } | GuardError::ReadingOff { .. } => {
+                    eprintln!("warning: {problem}")
+                }
                 _ => eprintln!("warning: template refused: {problem}"),
             }
         }

@@ -94,6 +94,11 @@ pub struct TrainArgs {
     /// Share of benign rows a reading may flag on its own, on top of the head's budget.
     #[arg(long, default_value_t = 0.003)]
     pub reading_budget: f64,
+    /// Encoder layers the readings read instead of the head's own input, e.g. `16` (its mean
+    /// after layer 16; `+` joins several): contempt without a rude word is read from layer 16
+    /// (README, "Contempt without a rude word").
+    #[arg(long, value_name = "LAYERS", requires = "reading")]
+    pub reading_layers: Option<String>,
     /// Report only; write no heads.
     #[arg(long)]
     pub dry_run: bool,
@@ -164,12 +169,23 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         },
         screen_alpha: args.screen_alpha,
     };
-    // The forward pass stops after the deepest layer any candidate reads (an encoder's
-    // embedding is read whole beside them).
+    let reading_layers = match (&args.reading_layers, guard.encoder()) {
+        (None, _) => None,
+        (Some(spec), Some(encoder)) => {
+            match parse_layers(spec, encoder.info().layers, true)?.as_slice() {
+                [layers] if !layers.is_empty() => Some(layers.clone()),
+                _ => bail!("--reading-layers: one set of layers, such as 16 or 12+16"),
+            }
+        }
+        (Some(_), None) => bail!("--reading-layers: readings of other layers read an encoder"),
+    };
+    // The forward pass stops after the deepest layer any candidate or reading reads (an
+    // encoder's embedding is read whole beside them).
     let depth = search
         .candidates
         .iter()
         .flatten()
+        .chain(reading_layers.iter().flatten())
         .copied()
         .max()
         .unwrap_or(1);
@@ -360,6 +376,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
                 rows: &usable,
                 features: &features,
                 layers: trained.head.features.layers.clone(),
+                reading_layers: reading_layers.clone(),
                 screen_alpha: args.screen_alpha,
                 options: &options,
                 cache: cache.as_ref(),

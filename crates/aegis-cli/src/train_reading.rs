@@ -51,8 +51,10 @@ pub struct ReadingRun<'a> {
     /// reading's negatives beside its file's.
     pub rows: &'a [LabelledMessage],
     pub features: &'a [MessageFeatures],
-    /// The layers the head reads: the reading reads the same input.
+    /// The layers the head reads: the reading reads the same input unless `reading_layers`.
     pub layers: Vec<usize>,
+    /// Encoder layers the reading reads instead (`--reading-layers`).
+    pub reading_layers: Option<Vec<usize>>,
     pub screen_alpha: f64,
     pub options: &'a TrainOptions,
     pub cache: Option<&'a FeatureCache>,
@@ -80,7 +82,11 @@ pub fn train_reading(
         );
     }
     let texts: Vec<&str> = own.iter().map(|m| m.text.as_str()).collect();
-    let depth = run.layers.iter().copied().max().unwrap_or(1);
+    let layers = run
+        .reading_layers
+        .clone()
+        .unwrap_or_else(|| run.layers.clone());
+    let depth = layers.iter().copied().max().unwrap_or(1);
     let (read, _) = aegis_teach::read_features(
         run.guard,
         &texts,
@@ -115,7 +121,7 @@ pub fn train_reading(
         rows.len() - from_file
     ));
     let search = LayerSearch {
-        candidates: vec![run.layers.clone()],
+        candidates: vec![layers],
         screen_alpha: run.screen_alpha,
     };
     // A reading's positives are one authored kind, a source or two: folds that hold out whole
@@ -169,6 +175,7 @@ pub fn train_reading(
     Ok(Reading::aligned(
         spec.name.clone(),
         head.training,
+        run.reading_layers.clone(),
         head.weights,
         head.bias,
         own_threshold,

@@ -261,6 +261,42 @@ fn a_reading_is_trained_beside_the_head_and_kept_in_its_file() {
         readings[0]["aligned_to"], head["training"]["threshold"],
         "aligned to the head's own threshold"
     );
+    assert!(
+        readings[0].get("layers").is_none(),
+        "it reads the head's input"
+    );
+
+    // `--reading-layers 16`: the reading reads the mean after layer 16 (as the shipped one does),
+    // and a verdict reads that layer beside the embedding.
+    let with_layers = [&args[..], &["--reading-layers", "16"]].concat();
+    let out = train(dir.path(), &with_layers);
+    let head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(prompts.join("heads/toxic.json")).expect("head written"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        head["readings"][0]["layers"],
+        serde_json::json!([16]),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        head["features"]["layers"],
+        serde_json::json!([]),
+        "the head reads the embedding"
+    );
+    let checked = check_with_templates(&prompts, "People like you are a stain on this town.");
+    assert!(
+        checked.status.success() || checked.status.code() == Some(1),
+        "{}",
+        stderr(&checked)
+    );
+    assert_eq!(
+        table_row(&stdout(&checked), "toxic")[2],
+        "head",
+        "{}",
+        stdout(&checked)
+    );
 
     args[0] = "spam";
     let refused = aegis_command(&[&["train"], &args[..]].concat())

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use aegis_heads::Head;
+use aegis_heads::{Features, Head};
 
 use crate::analysis::{turn_to_read, Analysis};
 use crate::error::{GuardError, Result};
@@ -47,7 +47,15 @@ impl Guard {
             let head_score = |head: &Head, encoder: Option<EncoderRead<'_>>| {
                 let input = head_input(&head.features, analysis.encoding.as_ref(), encoder)
                     .map_err(head_failed)?;
-                head.probability(&input)
+                // A reading of other layers (toxic's contempt reads layer 16's mean).
+                let layers_input = |layers: &[usize]| {
+                    let features = Features {
+                        layers: layers.to_vec(),
+                        ..head.features.clone()
+                    };
+                    head_input(&features, analysis.encoding.as_ref(), encoder)
+                };
+                head.probability(&input, &layers_input)
                     .map_err(|e| head_failed(e.to_string()))
             };
             let (learned, readings) = match head {

@@ -73,6 +73,12 @@ pub enum GuardError {
     },
     #[error("{path}: head not used, the prompt's score decides: {reason}")]
     HeadRefused { path: PathBuf, reason: String },
+    #[error("{path}: reading {reading:?} off, the head's own map decides: {reason}")]
+    ReadingOff {
+        path: PathBuf,
+        reading: String,
+        reason: String,
+    },
     #[error("the {key} head could not score this message: {message}")]
     HeadFailed { key: String, message: String },
     #[error("training the {key} head failed: {message}")]
@@ -94,6 +100,7 @@ impl GuardError {
                 ErrorKind::Unavailable
             }
             Self::HeadRefused { .. }
+            | Self::ReadingOff { .. }
             | Self::HeadFailed { .. }
             | Self::Training { .. }
             | Self::Engine(_) => ErrorKind::Model,

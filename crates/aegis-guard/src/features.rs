@@ -36,6 +36,19 @@ impl MessageFeatures {
             .flat_map(|&l| self.layers[l - 1].iter().copied())
             .collect()
     }
+
+    /// The means after `layers` concatenated, or which layer was not read.
+    pub fn layers_input(&self, layers: &[usize]) -> Result<Vec<f32>, String> {
+        let mut input = Vec::new();
+        for &layer in layers {
+            let mean = layer
+                .checked_sub(1)
+                .and_then(|i| self.layers.get(i))
+                .ok_or_else(|| format!("layer {layer} was not read"))?;
+            input.extend_from_slice(mean);
+        }
+        Ok(input)
+    }
 }
 
 const LAYERS_MAGIC: &[u8; 8] = b"AEGISL01";

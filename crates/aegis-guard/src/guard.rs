@@ -12,7 +12,10 @@ use aegis_heads::{EncoderFingerprint, Head};
 
 use crate::context::{ContextReading, DEFAULT_CONTEXT_TOKENS};
 use crate::error::{GuardError, Result};
-use crate::heads::{check_binding, encoder_fingerprint, encoder_reading, head_path, load_heads};
+use crate::heads::{
+    check_binding, encoder_fingerprint, encoder_reading, head_path, load_heads,
+    switch_off_unread_readings,
+};
 use crate::input::GuardInput;
 use crate::language::Language;
 use crate::readings::{ExclamationElided, InContext, QuotesElided, Reading};
@@ -159,7 +162,7 @@ impl Guard {
     }
 
     /// Lets `head` score its validator, if it was trained for this model and template.
-    pub fn with_head(mut self, head: Head) -> Result<Self> {
+    pub fn with_head(mut self, mut head: Head) -> Result<Self> {
         let refused = |reason: String| GuardError::HeadRefused {
             path: head_path(Path::new(""), &head.validator, self.encoder.is_some()),
             reason,
@@ -176,6 +179,9 @@ impl Guard {
             self.encoder_info(),
         )
         .map_err(refused)?;
+        for off in switch_off_unread_readings(&mut head, self.encoder_info(), Path::new("")) {
+            tracing::warn!("{off}");
+        }
         self.heads[slot] = Some(head);
         Ok(self)
     }
@@ -190,7 +196,14 @@ impl Guard {
             .into_iter()
             .zip(&self.validators)
             .map(|(head, v)| {
-                head.filter(|h| check_binding(h, v, self.model.info(), self.encoder_info()).is_ok())
+                let mut head = head.filter(|h| {
+                    check_binding(h, v, self.model.info(), self.encoder_info()).is_ok()
+                })?;
+                for off in switch_off_unread_readings(&mut head, self.encoder_info(), Path::new(""))
+                {
+                    tracing::warn!("{off}");
+                }
+                Some(head)
             })
             .collect();
         self

@@ -84,6 +84,7 @@ pub fn encoder_reading(heads: &[Option<Head>]) -> EncoderReading {
             reading.embedding = true;
         }
         reading.layers.extend(&head.features.layers);
+        reading.layers.extend(head.reading_layers());
     }
     reading.layers.sort_unstable();
     reading.layers.dedup();
@@ -154,6 +155,34 @@ pub fn heads_dir(templates_dir: &Path, reads_encoder: bool) -> PathBuf {
     }
 }
 
+/// Takes out of `head` the readings of layers `encoder` does not return (a server returns only
+/// the sentence embedding), saying which: the head itself still reads what it was trained on, so
+/// switching one reading off beats refusing the head (its validator would fall back to its
+/// prompt) or failing every verdict.
+pub fn switch_off_unread_readings(
+    head: &mut Head,
+    encoder: Option<&EncoderInfo>,
+    path: &Path,
+) -> Vec<GuardError> {
+    let layers = encoder.map_or(0, |e| e.layers);
+    let mut off = Vec::new();
+    head.readings.retain(|reading| {
+        let missing = reading.layers.iter().flatten().find(|&&l| l > layers);
+        if let Some(layer) = missing {
+            off.push(GuardError::ReadingOff {
+                path: path.to_path_buf(),
+                reading: reading.name.clone(),
+                reason: format!(
+                    "it reads layer {layer}, which this encoder does not return (a server \
+                     returns only the sentence embedding)"
+                ),
+            });
+        }
+        missing.is_none()
+    });
+    off
+}
+
 pub fn head_path(templates_dir: &Path, key: &str, reads_encoder: bool) -> PathBuf {
     heads_dir(templates_dir, reads_encoder).join(format!("{key}.json"))
 }
@@ -187,7 +216,11 @@ pub fn load_heads(
                 }
             };
             match check_binding(&head, validator, model, encoder) {
-                Ok(()) => Some(head),
+                Ok(()) => {
+                    let mut head = head;
+                    warnings.extend(switch_off_unread_readings(&mut head, encoder, &path));
+                    Some(head)
+                }
                 Err(reason) => {
                     warnings.push(refused(reason));
                     None
@@ -315,4 +348,53 @@ fn other_weights(what: &str, head: &Head, id: &str, hash: &str, retrain: &str) -
 
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoder(layers: usize) -> EncoderInfo {
+        EncoderInfo {
+            id: "embeddinggemma-300m".into(),
+            content_hash: String::new(),
+            prompt: String::new(),
+            dimensions: 768,
+            context_length: 2048,
+            layers,
+            device: "cpu".into(),
+            weight_format: String::new(),
+            matches_weights: None,
+        }
+    }
+
+    /// The shipped toxic head's contempt reading reads layer 16: an encoder that returns layers
+    /// keeps it and the encoder reads that layer beside the embedding; a server (no layers)
+    /// switches the reading off, says so, and keeps the head.
+    #[test]
+    fn a_reading_of_layers_the_encoder_does_not_return_is_switched_off_and_said() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard/heads/toxic.json");
+        let shipped = Head::load(&path).expect("the shipped toxic head");
+        assert_eq!(shipped.reading_layers().collect::<Vec<_>>(), vec![16]);
+
+        let mut head = shipped.clone();
+        assert!(switch_off_unread_readings(&mut head, Some(&encoder(24)), &path).is_empty());
+        assert_eq!(head.readings, shipped.readings);
+        let reading = encoder_reading(&[Some(head)]);
+        assert!(reading.embedding);
+        assert_eq!(reading.layers, vec![16]);
+
+        let mut head = shipped.clone();
+        let off = switch_off_unread_readings(&mut head, Some(&encoder(0)), &path);
+        assert!(head.readings.is_empty());
+        assert_eq!(head.weights, shipped.weights, "the head itself is kept");
+        let said: Vec<String> = off.iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 1);
+        assert!(
+            said[0].contains("reading \"contempt\" off") && said[0].contains("layer 16"),
+            "{said:?}"
+        );
+        assert!(encoder_reading(&[Some(head)]).layers.is_empty());
+    }
 }

@@ -18,6 +18,8 @@ pub enum HeadError {
     Invalid { path: PathBuf, message: String },
     #[error("the head expects {expected} features, got {got}")]
     FeatureWidth { expected: usize, got: usize },
+    #[error("reading {reading:?}: {message}")]
+    ReadingInput { reading: String, message: String },
     #[error(
         "too few labelled examples to train and cross-validate: {positives} positive and {negatives} negative; each class needs at least {needed}"
     )]

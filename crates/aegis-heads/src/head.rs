@@ -1,13 +1,14 @@
 //! The head artefact: a JSON file next to its validator's template, bound to one model and to the
 //! preamble the message is encoded after (never to the policy text: heads do not read it).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HeadError, Result};
 use crate::fingerprint::EncoderFingerprint;
+use crate::reading::Reading;
+use crate::record::TrainingRecord;
 
 /// Version of the file layout; a reader refuses layouts it does not know. Format 1 heads read
 /// the final hidden state inside a validator's own prompt; format 2 heads read chosen layers of
@@ -97,126 +98,9 @@ pub struct ModelBinding {
     pub fingerprint: Option<EncoderFingerprint>,
 }
 
-/// Cross-validated quality, from out-of-fold calibrated probabilities.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CvMetrics {
-    pub rows: usize,
-    pub positives: usize,
-    /// Absent when a class is missing (AUC undefined).
-    pub roc_auc: Option<f64>,
-    /// At probability 0.5.
-    pub precision: f64,
-    pub recall: f64,
-    pub f1: f64,
-}
-
-/// How out-of-fold scores were made: folds that hold out whole sources (what a user's traffic,
-/// from sources no head saw, will see) or random stratified folds (rows of one source on both
-/// sides of a split: it rewards memorising a source, and reads higher).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Validation {
-    BySource,
-    /// Heads written before validation by source existed were measured this way.
-    #[default]
-    RandomFolds,
-}
-
-impl Validation {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::BySource => "held-out sources",
-            Self::RandomFolds => "random folds",
-        }
-    }
-}
-
-/// Where a head came from, so a reviewer can judge it and a maintainer can reproduce it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TrainingRecord {
-    /// sha256 over the training rows used (text and label), independent of file layout.
-    pub data_sha256: String,
-    pub rows: usize,
-    pub positives: usize,
-    /// L2 strength chosen by cross-validation.
-    pub alpha: f64,
-    pub folds: usize,
-    /// How `cv` was measured.
-    #[serde(default)]
-    pub validation: Validation,
-    pub cv: CvMetrics,
-    /// The same metrics per language (`id`, `en`).
-    pub cv_by_language: BTreeMap<String, CvMetrics>,
-    /// Random stratified folds at the same strength, beside a by-source `cv`, to show how much a
-    /// random split overstates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub random_folds_cv: Option<CvMetrics>,
-    /// The threshold tuned with this head on the benign budget (`aegis train --tune-thresholds`).
-    /// The template's threshold is tuned for the default heads (on the sentence encoder); a
-    /// head on the model's hidden states decides at its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threshold: Option<f64>,
-    /// Trained on out-of-fold embeddings of an adapted encoder (`aegis train --out-of-fold`):
-    /// the cross-fit run's settings and data hash. The adapter file does not record its own, so
-    /// that they match is the trainer's word, kept here for a reviewer to compare with the
-    /// adapter's version record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub out_of_fold: Option<String>,
-}
-
-/// A second linear map on the same input, trained on one kind of violation the head's own map
-/// misses (issue "Read who says it": contempt without a rude word shares its direction with no
-/// insult, and adding it to the head's rows cost recall on the insults). The message fails when
-/// either map fails it: the bias is aligned so that this map reaches the head's threshold exactly
-/// where it reaches its own, and the head's score is the higher of the two.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Reading {
-    /// What it reads for, e.g. `contempt`.
-    pub name: String,
-    /// Its own threshold, chosen on its benign budget, and the head's it was aligned to.
-    pub own_threshold: f64,
-    pub aligned_to: f64,
-    pub training: TrainingRecord,
-    pub weights: Vec<f32>,
-    pub bias: f32,
-}
-
-impl Reading {
-    /// `weights` and `bias` as trained (failing at `own_threshold`), moved in logit space so the
-    /// map fails at `head_threshold` for the same messages.
-    pub fn aligned(
-        name: String,
-        training: TrainingRecord,
-        weights: Vec<f32>,
-        bias: f32,
-        own_threshold: f64,
-        head_threshold: f64,
-    ) -> Self {
-        let bias = (f64::from(bias) - logit(own_threshold) + logit(head_threshold)) as f32;
-        Self {
-            name,
-            own_threshold,
-            aligned_to: head_threshold,
-            training,
-            weights,
-            bias,
-        }
-    }
-
-    /// The same map, moved in logit space to fail at `head_threshold` where it failed at the
-    /// threshold it was aligned to (its own decisions unchanged).
-    pub fn realigned(&self, head_threshold: f64) -> Self {
-        let bias = (f64::from(self.bias) - logit(self.aligned_to) + logit(head_threshold)) as f32;
-        Self {
-            aligned_to: head_threshold,
-            bias,
-            ..self.clone()
-        }
-    }
-}
+/// The input of a reading that reads other layers than its head: their means, concatenated, or
+/// why they are not at hand.
+pub type LayersInput<'a> = dyn Fn(&[usize]) -> std::result::Result<Vec<f32>, String> + 'a;
 
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
 /// one linear map, so scoring is a dot product: `p = sigmoid(weights · x + bias)`; with
@@ -281,7 +165,16 @@ impl Head {
             return Err(invalid("weights are empty or not finite".into()));
         }
         for reading in &head.readings {
-            if reading.weights.len() != head.weights.len()
+            if let Some(layers) = &reading.layers {
+                if layers.is_empty() || layers.contains(&0) || head.features.encoder.is_decoder() {
+                    return Err(invalid(format!(
+                        "reading {:?} names no layers, layer 0, or layers of the decoder (a \
+                         reading reads the encoder's layers, counted from 1)",
+                        reading.name
+                    )));
+                }
+            }
+            if (reading.layers.is_none() && reading.weights.len() != head.weights.len())
                 || !reading.bias.is_finite()
                 || reading.weights.iter().any(|w| !w.is_finite())
             {
@@ -313,10 +206,22 @@ impl Head {
     }
 
     /// Calibrated probability that the features show a violation; with readings, the highest of
-    /// theirs and the head's (each aligned to the head's threshold).
-    pub fn probability(&self, features: &[f32]) -> Result<f32> {
-        let mut p = linear_probability(&self.weights, self.bias, features)?;
+    /// theirs and the head's (each aligned to the head's threshold). `input` is the head's own;
+    /// `layers_input` gives a reading that reads other layers the means of those.
+    pub fn probability(&self, input: &[f32], layers_input: &LayersInput) -> Result<f32> {
+        let mut p = linear_probability(&self.weights, self.bias, input)?;
         for reading in &self.readings {
+            let own;
+            let features = match &reading.layers {
+                Some(layers) => {
+                    own = layers_input(layers).map_err(|message| HeadError::ReadingInput {
+                        reading: reading.name.clone(),
+                        message,
+                    })?;
+                    &own
+                }
+                None => input,
+            };
             p = p.max(linear_probability(
                 &reading.weights,
                 reading.bias,
@@ -325,11 +230,13 @@ impl Head {
         }
         Ok(p as f32)
     }
-}
 
-fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-6, 1.0 - 1e-6);
-    (p / (1.0 - p)).ln()
+    /// The encoder layers the head's readings read besides the head's own input.
+    pub fn reading_layers(&self) -> impl Iterator<Item = usize> + '_ {
+        self.readings
+            .iter()
+            .flat_map(|r| r.layers.iter().flatten().copied())
+    }
 }
 
 /// `sigmoid(weights · features + bias)`, the map a head's training folds everything into.
@@ -361,6 +268,13 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reading::logit;
+    use crate::record::{CvMetrics, Validation};
+    use std::collections::BTreeMap;
+
+    fn no_layers(_: &[usize]) -> std::result::Result<Vec<f32>, String> {
+        Err("no reading here reads other layers".into())
+    }
 
     fn head() -> Head {
         Head {
@@ -411,6 +325,7 @@ mod tests {
         with_reading.readings.push(Reading::aligned(
             "contempt".into(),
             training,
+            None,
             vec![1.0, 0.0],
             -1.0,
             0.6,
@@ -419,11 +334,17 @@ mod tests {
         let own = |x0: f64| sigmoid(x0 - 1.0);
         // Exactly at its own threshold it scores the head's (x1 = 3 keeps the head's map low).
         let at = 1.0 + logit(0.6);
-        let p = with_reading.probability(&[at as f32, 3.0]).expect("width");
+        let p = with_reading
+            .probability(&[at as f32, 3.0], &no_layers)
+            .expect("width");
         assert!((f64::from(p) - 0.25).abs() < 1e-5, "{p}");
         for x0 in [-3.0f32, 0.0, 1.0, 1.5, 4.0, 6.0] {
-            let p = f64::from(with_reading.probability(&[x0, 3.0]).expect("width"));
-            let head_alone = f64::from(head().probability(&[x0, 3.0]).expect("width"));
+            let p = f64::from(
+                with_reading
+                    .probability(&[x0, 3.0], &no_layers)
+                    .expect("width"),
+            );
+            let head_alone = f64::from(head().probability(&[x0, 3.0], &no_layers).expect("width"));
             assert!(p >= head_alone - 1e-7, "never below the head's own score");
             assert_eq!(p >= 0.25, own(f64::from(x0)) >= 0.6 || head_alone >= 0.25);
         }
@@ -445,13 +366,64 @@ mod tests {
         assert!(err.contains("reading \"contempt\""), "{err}");
     }
 
+    /// A reading that names its own layers scores their means, not the head's input, and a file
+    /// whose reading names layer 0 is refused.
+    #[test]
+    fn a_reading_of_other_layers_reads_their_means() {
+        let mut with_reading = head();
+        let training = with_reading.training.clone();
+        with_reading.features.encoder = Encoder::EmbeddingGemma;
+        with_reading.readings.push(Reading::aligned(
+            "contempt".into(),
+            training,
+            Some(vec![16]),
+            vec![1.0, 1.0, 1.0],
+            0.0,
+            0.5,
+            0.5,
+        ));
+        let asked = std::cell::RefCell::new(Vec::new());
+        let layers_input = |layers: &[usize]| -> std::result::Result<Vec<f32>, String> {
+            asked.borrow_mut().push(layers.to_vec());
+            Ok(vec![3.0, 3.0, 3.0])
+        };
+        // The head's own map alone: sigmoid(0 - 2 * 5 + 0.5), far below; the reading: sigmoid(9).
+        let p = with_reading
+            .probability(&[0.0, 5.0], &layers_input)
+            .expect("widths");
+        assert!((f64::from(p) - sigmoid(9.0)).abs() < 1e-6, "{p}");
+        assert_eq!(asked.into_inner(), vec![vec![16]]);
+        let failing = |_: &[usize]| -> std::result::Result<Vec<f32>, String> {
+            Err("the encoder did not read layer 16".into())
+        };
+        let err = with_reading.probability(&[0.0, 5.0], &failing).unwrap_err();
+        assert!(err.to_string().contains("layer 16"), "{err}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("toxic.json");
+        with_reading.save(&path).expect("save");
+        assert_eq!(
+            Head::load(&path).expect("load").readings,
+            with_reading.readings
+        );
+        assert_eq!(with_reading.reading_layers().collect::<Vec<_>>(), vec![16]);
+        with_reading.readings[0].layers = Some(vec![0]);
+        with_reading.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("layer 0"), "{err}");
+    }
+
     #[test]
     fn probability_is_the_folded_linear_map() {
-        let p = head().probability(&[1.0, 1.0]).expect("width matches");
+        let p = head()
+            .probability(&[1.0, 1.0], &no_layers)
+            .expect("width matches");
         assert!((p as f64 - sigmoid(-0.5)).abs() < 1e-6);
-        assert!(head().probability(&[1.0]).is_err());
+        assert!(head().probability(&[1.0], &no_layers).is_err());
         // Extreme inputs stay probabilities instead of overflowing.
-        assert_eq!(head().probability(&[1e30, -1e30]).ok(), Some(1.0));
+        assert_eq!(
+            head().probability(&[1e30, -1e30], &no_layers).ok(),
+            Some(1.0)
+        );
     }
 
     #[test]

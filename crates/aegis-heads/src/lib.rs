@@ -11,6 +11,8 @@ mod fingerprint;
 mod folds;
 mod head;
 mod metrics;
+mod reading;
+mod record;
 mod solver;
 mod train;
 mod weights;
@@ -18,11 +20,10 @@ mod weights;
 pub use error::{HeadError, Result};
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
 pub use folds::source_folds;
-pub use head::{
-    candidate_label, CvMetrics, Encoder, Features, Head, ModelBinding, Reading, TrainingRecord,
-    Validation, HEAD_FORMAT,
-};
+pub use head::{candidate_label, Encoder, Features, Head, LayersInput, ModelBinding, HEAD_FORMAT};
 pub use metrics::{roc_auc, BinaryMetrics};
+pub use reading::Reading;
+pub use record::{CvMetrics, TrainingRecord, Validation};
 pub use train::{
     cv_metrics, metrics_by_language, train, Example, FoldReport, TrainOptions, Trained,
 };

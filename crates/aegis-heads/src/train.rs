@@ -11,8 +11,9 @@ use ndarray::{Array1, Array2, Axis};
 
 use crate::error::{HeadError, Result};
 use crate::folds::{source_folds, stratified_folds};
-use crate::head::{linear_probability, sigmoid, CvMetrics, Validation};
+use crate::head::{linear_probability, sigmoid};
 use crate::metrics::{binary_metrics, roc_auc};
+use crate::record::{CvMetrics, Validation};
 use crate::solver::{fit_logistic, Design};
 use crate::weights::row_weights;
 

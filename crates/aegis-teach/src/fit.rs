@@ -298,7 +298,7 @@ pub(crate) fn validator_slot(guard: &Guard, key: &str) -> Result<usize> {
 }
 
 pub(crate) fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {
-    head.probability(&features.input(layers))
+    head.probability(&features.input(layers), &|l| features.layers_input(l))
         .ok()
         .map(f64::from)
 }

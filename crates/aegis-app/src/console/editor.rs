@@ -218,7 +218,9 @@ pub(super) fn describe(problems: &[GuardError]) -> Vec<(String, TemplateProblem)
                     problem,
                     line,
                 } => (path.clone(), problem.clone(), *line),
-                GuardError::HeadRefused { path, .. } => (path.clone(), p.to_string(), None),
+                GuardError::HeadRefused { path, .. } | GuardError::ReadingOff { path, .. } => {
+                    (path.clone(), p.to_string(), None)
+                }
                 other => (PathBuf::new(), other.to_string(), None),
             };
             let key = path
