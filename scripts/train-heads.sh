@@ -33,7 +33,9 @@ case " $* --encoder=${AEGIS_ENCODER:-} " in
   *" --encoder decoder "* | *" --encoder=decoder "*) layers=6,8,11 ;;
 esac
 # Toxic keeps a second map for contempt without a rude word (README, "Contempt without a rude
-# word"): trained on its own rows, so the insults' map is the one the rows above draw.
+# word"): trained on its own rows, so the insults' map is the one the rows above draw, and on the
+# mean after the encoder's layer 16, which read contempt's turns better than the embedding on
+# every held-back file pooled (README, "A fifth round").
 named=$(printf '%s\n' "$@" | grep -cxE 'spam|toxic|harassment|financial_advice' || true)
 readings=()
 if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep -qx toxic; }; then
