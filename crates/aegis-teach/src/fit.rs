@@ -297,6 +297,18 @@ pub(crate) fn validator_slot(guard: &Guard, key: &str) -> Result<usize> {
         .ok_or_else(|| TeachError::UnknownValidator(key.to_string()))
 }
 
+/// Layers a pass must run through for `head` to score: its own and its readings' (toxic's
+/// contempt reads layer 16 beside the embedding).
+pub(crate) fn depth_to_read(head: &Head) -> usize {
+    head.features
+        .layers
+        .iter()
+        .copied()
+        .chain(head.reading_layers())
+        .max()
+        .unwrap_or(1)
+}
+
 pub(crate) fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {
     head.probability(&features.input(layers), &|l| features.layers_input(l))
         .ok()
@@ -359,12 +371,7 @@ fn flips(
 ) -> Result<Vec<HeadFlip>> {
     let new_layers = new.features.layers.clone();
     let current_layers = current.map(|h| h.features.layers.clone());
-    let depth = new_layers
-        .iter()
-        .chain(current_layers.iter().flatten())
-        .copied()
-        .max()
-        .unwrap_or(1);
+    let depth = depth_to_read(new).max(current.map_or(1, depth_to_read));
     let texts: Vec<&str> = candidates.iter().map(|(t, _)| t.as_str()).collect();
     let (features, _) = read_features(
         guard,

@@ -13,7 +13,7 @@ use aegis_store::{HistoryFilter, Store};
 use serde::Serialize;
 
 use crate::error::{Result, TeachError};
-use crate::fit::{read_features, score, validator_slot, Progress};
+use crate::fit::{depth_to_read, read_features, score, validator_slot, Progress};
 
 /// Messages of history a pool draws from when it draws from history: the latest.
 pub const HISTORY_POOL: u32 = 10_000;
@@ -133,7 +133,7 @@ pub fn suggest(
         })
         .collect();
     let layers = head.features.layers.clone();
-    let depth = layers.iter().copied().max().unwrap_or(1);
+    let depth = depth_to_read(head);
     let texts: Vec<&str> = pool.iter().map(|(t, _)| t.as_str()).collect();
     let (features, _) = read_features(
         guard,
@@ -208,6 +208,20 @@ fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Suggestions for toxic score the live head, whose contempt reading reads layer 16: the
+    /// pass must run that deep, or every candidate's score is missing and none is suggested.
+    #[test]
+    fn the_live_toxic_heads_candidates_are_read_through_its_readings_layer() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../prompt_guard/heads/toxic.json");
+        let shipped = Head::load(&path).expect("the shipped toxic head");
+        assert!(shipped.features.layers.is_empty(), "it reads the embedding");
+        assert_eq!(depth_to_read(&shipped), 16);
+        let mut plain = shipped.clone();
+        plain.readings.clear();
+        assert_eq!(depth_to_read(&plain), 1);
+    }
 
     fn scored(scores: &[f64]) -> Vec<(String, String, f64)> {
         scores
