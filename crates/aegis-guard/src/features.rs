@@ -27,14 +27,12 @@ pub struct MessageFeatures {
 
 impl MessageFeatures {
     /// The head input for `layers`: their means concatenated in order; none is the embedding.
+    /// A layer not read gives an empty input, which the head refuses by its width.
     pub fn input(&self, layers: &[usize]) -> Vec<f32> {
         if layers.is_empty() {
             return self.embedding.clone().unwrap_or_default();
         }
-        layers
-            .iter()
-            .flat_map(|&l| self.layers[l - 1].iter().copied())
-            .collect()
+        self.layers_input(layers).unwrap_or_default()
     }
 
     /// The means after `layers` concatenated, or which layer was not read.

@@ -24,12 +24,12 @@ impl Bf16Matrix {
         // its own memory order (attention packs its keys and values per block of queries, so
         // this runs per message): a row of `[outputs, inputs]` is one output's pairs, a row of
         // `[inputs, outputs]` one input of a panel's outputs side by side.
+        let mut row_pairs = vec![0u32; used_pairs];
         for (panel, block) in data.chunks_exact_mut(pairs * PANEL).enumerate() {
             let first = panel * PANEL;
             let width = PANEL.min(outputs - first);
             match source {
                 Source::Rows(weight) => {
-                    let mut row_pairs = vec![0u32; used_pairs];
                     for lane in 0..width {
                         let o = first + lane;
                         pack_pairs(&weight[o * inputs..(o + 1) * inputs], &mut row_pairs);
