@@ -11,9 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-heads=prompt_guard/heads
-cat "$heads/kinds-holdout.jsonl" "$heads"/contempt-holdout*.jsonl \
-  "$heads/exclamation-holdout.jsonl" "$heads/address-holdout.jsonl" > "$work/held-back.jsonl"
+held=docs/held-back
+cat "$held/kinds-holdout.jsonl" "$held"/contempt-holdout*.jsonl \
+  "$held/exclamation-holdout.jsonl" "$held/address-holdout.jsonl" > "$work/held-back.jsonl"
 status=0
 cargo run --release --locked -q -p aegis-cli -- check --file "$work/held-back.jsonl" --json \
   --no-history "$@" > "$work/verdicts.json" || status=$?

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per-kind rates of `aegis check --file DATA --json --no-history` output on a labelled JSONL
-file whose rows carry a `kind` (prompt_guard/heads/kinds-holdout.jsonl).
+file whose rows carry a `kind` (docs/held-back/kinds-holdout.jsonl).
 
 A kind whose rows are all benign reports the share flagged by any validator (and by toxic); a
 kind with positives reports, for each validator labelled true, the share that validator caught.

@@ -39,12 +39,12 @@ $aegis train --model default --prompts "$out/pg" \
   ${EXTRA_DATA:+$(printf -- '--data %s ' $EXTRA_DATA)} \
   --layers embedding --tune-thresholds --benign-budget 0.01 "${out_of_fold[@]}" > "$out/train.txt" 2>&1
 echo "heads retrained in $(( $(date +%s) - start )) s" >> "$out/train.txt"
-$aegis check --prompts "$out/pg" --file $heads/kinds-holdout.jsonl --json --no-history > "$out/kinds.json" || true
-python3 scripts/kinds-report.py $heads/kinds-holdout.jsonl "$out/kinds.json" > "$out/kinds.txt"
-$aegis check --prompts "$out/pg" --file $heads/contempt-holdout.jsonl --json --no-history > "$out/contempt.json" || true
-python3 scripts/kinds-report.py $heads/contempt-holdout.jsonl "$out/contempt.json" > "$out/contempt.txt"
-$aegis eval --prompts "$out/pg" $heads/benign-real-holdout.jsonl --no-store > "$out/benign.txt" 2>&1
-$aegis eval --prompts "$out/pg" $heads/benign-holdout.jsonl --no-store > "$out/benign-authored.txt" 2>&1
+$aegis check --prompts "$out/pg" --file docs/held-back/kinds-holdout.jsonl --json --no-history > "$out/kinds.json" || true
+python3 scripts/kinds-report.py docs/held-back/kinds-holdout.jsonl "$out/kinds.json" > "$out/kinds.txt"
+$aegis check --prompts "$out/pg" --file docs/held-back/contempt-holdout.jsonl --json --no-history > "$out/contempt.json" || true
+python3 scripts/kinds-report.py docs/held-back/contempt-holdout.jsonl "$out/contempt.json" > "$out/contempt.txt"
+$aegis eval --prompts "$out/pg" prompt_guard/heads/benign-real-holdout.jsonl --no-store > "$out/benign.txt" 2>&1
+$aegis eval --prompts "$out/pg" prompt_guard/heads/benign-holdout.jsonl --no-store > "$out/benign-authored.txt" 2>&1
 if [ -n "$tweets" ]; then
   $aegis eval --prompts "$out/pg" "$tweets" --no-store > "$out/tweets.txt" 2>&1
 fi

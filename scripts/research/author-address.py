@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes prompt_guard/heads/address-holdout.jsonl: held-back rows of issue "Read who says it",
+"""Writes docs/held-back/address-holdout.jsonl: held-back rows of issue "Read who says it",
 written in one pass before any candidate was tried on them and never trained on. Ordinary
 messages that call the reader a name, an insult at the start or at the end (toxic and harassment
 true), and the same shapes with an ordinary word of address (all four false). CC0, written for
@@ -62,5 +62,5 @@ rows += authored_rows("address-benign", "id", [
     "Udah berapa kali telat minggu ini, bro? Ada masalah di jalan?",
     "Transferannya kurang sepuluh ribu, kak, mohon dicek lagi.",
 ], BENIGN)
-write_rows(Path(__file__).resolve().parents[2] / "prompt_guard/heads/address-holdout.jsonl", rows)
+write_rows(Path(__file__).resolve().parents[2] / "docs/held-back/address-holdout.jsonl", rows)
 print(len(rows))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Adds a third round of contempt without a rude word to prompt_guard/heads/authored-contempt.jsonl
-and writes its held-back quarter to prompt_guard/heads/contempt-holdout-3.jsonl (every fourth row
+and writes its held-back quarter to docs/held-back/contempt-holdout-3.jsonl (every fourth row
 of each kind and language, never trained on), in one pass before any candidate was tried on them.
 `P`: aimed at the reader or a named person (toxic and harassment true); `G`: about a group (toxic
 true, harassment unknown); civil criticism of a product, a decision or an argument (all four

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fourth round of contempt without a rude word, written in one pass before any candidate was
 tried on it: every fourth row of each kind and language held back in
-prompt_guard/heads/contempt-holdout-4.jsonl (never trained on), the rest written to
+docs/held-back/contempt-holdout-4.jsonl (never trained on), the rest written to
 docs/experiments/contempt/2026-11-28-round-4/training.jsonl. Not shipped: appended to
 authored-contempt.jsonl the reading caught no more held-back English contempt and fewer of
 contempt-holdout-3's (README, "A fourth round, not kept"). New here: contempt in chat settings (group chats,

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Issue 40, a fifth round of contempt without a rude word, written in one pass (CC0, this
 project's own words) before any candidate was tried on it, and held back whole: every row goes to
-prompt_guard/heads/contempt-holdout-5.jsonl, which nothing trains on. It measures readings of
+docs/held-back/contempt-holdout-5.jsonl, which nothing trains on. It measures readings of
 other layers of the encoder for toxic's contempt map (README, "Contempt without a rude word").
 
-    python3 scripts/research/author-contempt-5.py > prompt_guard/heads/contempt-holdout-5.jsonl
+    python3 scripts/research/author-contempt-5.py > docs/held-back/contempt-holdout-5.jsonl
 
 P: aimed at the reader or a named person (toxic and harassment true); G: about a group (toxic
 true, harassment unknown); C: civil criticism and M: ordinary questions naming a group (all four

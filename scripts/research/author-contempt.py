@@ -252,4 +252,4 @@ Menurut saya wali kota salah soal perumahan, saya pilih calon lain.
 Petunjuk rakit lemarinya membingungkan dan dua bautnya kurang.""")
 SIZES = {"polite-contempt": 80, "civil-criticism": 40}
 write_split(R, SIZES, "-2", "prompt_guard/heads/authored-contempt.jsonl",
-            "prompt_guard/heads/contempt-holdout.jsonl")
+            "docs/held-back/contempt-holdout.jsonl")

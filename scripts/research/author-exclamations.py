@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes prompt_guard/heads/exclamation-holdout.jsonl: held-back rows of issue "Read who says it",
+"""Writes docs/held-back/exclamation-holdout.jsonl: held-back rows of issue "Read who says it",
 written in one pass before any candidate was tried on them and never trained on. Requests that
 open with an exclamation of profanity aimed at no one (all four false) and insults addressed to
 the reader, some opening the same way (toxic and harassment true). CC0, written for this project.
@@ -60,5 +60,5 @@ rows += authored_rows("vocative-insult", "id", [
     "Dasar lonte, nggak usah sok suci di grup ini.",
     "Kampret lu, mulut lu kayak comberan, jijik gue.",
 ], TOXIC)
-write_rows(Path(__file__).resolve().parents[2] / "prompt_guard/heads/exclamation-holdout.jsonl", rows)
+write_rows(Path(__file__).resolve().parents[2] / "docs/held-back/exclamation-holdout.jsonl", rows)
 print(len(rows))

@@ -59,7 +59,7 @@ def write_rows(path, rows):
 
 def append_round(heads, texts, round_tag, holdout_name, train_path=None):
     """One authoring round of contempt: `texts` {(kind, lang): [(labels, text)]}; every fourth
-    row of each block (the 4th, 8th, ...) goes to `heads/holdout_name`, never trained on, the rest
+    row of each block (the 4th, 8th, ...) goes to `docs/held-back/holdout_name`, never trained on, the rest
     to `authored-contempt.jsonl`, replacing that round's earlier rows there (ids carry
     `-{round_tag}:`), so running a round again adds nothing twice; or, for a round not shipped,
     to a file of its own at `train_path`."""
@@ -78,5 +78,5 @@ def append_round(heads, texts, round_tag, holdout_name, train_path=None):
         kept = []
     else:
         write_rows(path, kept + train)
-    write_rows(heads / holdout_name, held)
+    write_rows(heads.parents[1] / "docs/held-back" / holdout_name, held)
     print(f"{len(train)} training rows after the earlier {len(kept)}, {len(held)} held back")

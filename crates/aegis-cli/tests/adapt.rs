@@ -126,7 +126,7 @@ fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_a
     std::fs::write(&data, labelled_rows(6)).expect("data");
     let prompts = dir.path().join("prompts");
     std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
-    let scored = repo_root().join("prompt_guard/heads/kinds-holdout.jsonl");
+    let scored = repo_root().join("docs/held-back/kinds-holdout.jsonl");
     let out_of_fold = dir.path().join("out-of-fold.safetensors");
     let out = small_adapt(
         dir.path(),
