@@ -9,10 +9,10 @@ target=${CARGO_TARGET_DIR:-$root/target}
 shots=${AEGIS_SCREENSHOTS:-$target/e2e-screenshots}
 
 bash scripts/build-ui.sh
-# The same targets as `cargo test --workspace` (tests included, so dev-dependencies' features
+# The same targets and features as scripts/test.sh's `cargo test --workspace` (tests included, so dev-dependencies' features
 # unify the same way): after the test run this only links the app, where `-p aegis-console`
 # alone resolved other features and rebuilt much of the dependency tree.
-cargo build --workspace --bins --tests --locked
+cargo build --workspace --bins --tests --locked --features aegis-cli/lab
 app="$target/debug/aegis-console"
 
 scratch=$(mktemp -d)

@@ -28,5 +28,13 @@ cargo fmt --all -- --check
 # No two source files import each other, directly or round a loop.
 python3 scripts/import-cycles.py
 (cd ui && npm run --silent check && npm test --silent)
-cargo test --workspace --locked
+# The product's `aegis` leaves the research commands out: it must not link aegis-adapt.
+if cargo tree --locked -p aegis-cli -e normal --prefix none | grep -q '^aegis-adapt '; then
+  echo "test: aegis-cli links aegis-adapt without the lab feature" >&2
+  exit 1
+fi
+# The models are set up above: a test that needs one must run, never be ignored for lack of it.
+export AEGIS_REQUIRE_MODELS=1
+# The lab feature too, so the research commands' tests run.
+cargo test --workspace --locked --features aegis-cli/lab
 bash scripts/e2e.sh

@@ -12,7 +12,7 @@
 #   scripts/research/adapter-candidate.sh ADAPTER|none OUT [TWEETS.jsonl [OUT-OF-FOLD]]
 # OUT-OF-FOLD: the heads train on these embeddings of their rows (`aegis adapt --cross-fit K
 # --out-of-fold FILE` with the adapter's settings and data) instead of the adapter's own reading.
-# Needs the release build (cargo build --release -p aegis-cli).
+# Needs the lab release build (cargo build --release -p aegis-cli --features lab).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 adapter=$1

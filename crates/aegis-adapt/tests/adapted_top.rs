@@ -52,6 +52,10 @@ fn states(after: usize) -> (Tensor, Vec<usize>) {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn with_its_updates_at_zero_the_top_is_the_encoder() {
     let (input, lengths) = states(20);
     let got: Vec<Vec<f32>> = top(20)
@@ -72,6 +76,10 @@ fn with_its_updates_at_zero_the_top_is_the_encoder() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn gradients_of_the_updates_match_finite_differences() {
     let top = top(22);
     let (input, lengths) = states(22);

@@ -68,6 +68,10 @@ fn run(first_label_changed: bool) -> CrossFit {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_folds_adapter_never_reads_a_label_of_the_fold_it_holds_out() {
     let (first, changed) = (run(false), run(true));
     assert_eq!(first.by_fold.len(), 2);

@@ -256,7 +256,7 @@ impl Console {
 
     fn known_validator(&self, key: &str) -> Result<(), ConsoleError> {
         let guard = self.loaded_guard()?;
-        if guard.validators().iter().any(|v| v.key == key) {
+        if guard.validator(key).is_some() {
             Ok(())
         } else {
             Err(ConsoleError::Invalid(format!(
@@ -444,7 +444,7 @@ impl Console {
             ))
         })?;
         let guard = self.loaded_guard()?;
-        let found = guard.validators().iter().find(|v| v.key == validator);
+        let found = guard.validator(validator);
         let applied = aegis_teach::apply_head(
             self.store(),
             &self.prompts_dir()?,

@@ -84,6 +84,10 @@ fn kind(error: ConsoleError) -> Reported {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn checks_are_decided_by_heads_recorded_and_bad_input_is_refused() {
     let f = start().await;
     let checked = f
@@ -119,6 +123,10 @@ async fn checks_are_decided_by_heads_recorded_and_bad_input_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn an_import_reports_progress_then_a_tally_and_fills_the_review_queue() {
     let f = start().await;
     let csv = repo().join("ui/e2e/fixtures/messages.csv");
@@ -181,6 +189,10 @@ async fn an_import_reports_progress_then_a_tally_and_fills_the_review_queue() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_at_its_line() {
     let f = start().await;
     let message = "Selamat pagi, bagaimana cara mengganti kata sandi akun saya?";
@@ -282,6 +294,10 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn the_http_endpoint_starts_and_stops_from_settings() {
     let f = start().await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -325,6 +341,10 @@ async fn the_http_endpoint_starts_and_stops_from_settings() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied() {
     let f = start().await;
     let data = repo().join("ui/e2e/fixtures/labelled.csv");
@@ -437,6 +457,10 @@ async fn an_evaluation_is_kept_rethresholded_compared_and_its_threshold_applied(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_model_server_in_settings_runs_the_guard_and_its_prompts_decide() {
     let llama = tokio::task::spawn_blocking(aegis_remote::testing::LlamaServer::start)
         .await

@@ -35,6 +35,10 @@ fn new_validator(positives: Vec<String>) -> NewValidator {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_validator_taught_from_examples_decides_by_its_head_learns_a_mark_and_reverts() {
     let fixture = start().await;
     let console = &fixture.console;

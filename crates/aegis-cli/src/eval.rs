@@ -114,7 +114,7 @@ fn evaluate(args: RunArgs, db: &DbArgs) -> Result<ExitStatus> {
     let unknown: Vec<String> = dataset
         .labelled_keys()
         .into_iter()
-        .filter(|k| !guard.validators().iter().any(|v| &v.key == k))
+        .filter(|k| guard.validator(k).is_none())
         .collect();
     if !unknown.is_empty() {
         eprintln!(

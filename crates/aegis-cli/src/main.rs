@@ -1,8 +1,10 @@
 //! `aegis`: the headless twin of the desktop console.
 
+#[cfg(feature = "lab")]
 mod adapt;
 mod bench;
 mod check;
+#[cfg(feature = "lab")]
 mod cross_fit;
 mod eval;
 mod history_cmd;
@@ -44,7 +46,9 @@ enum Command {
     Eval(Box<eval::EvalArgs>),
     /// Train validators' heads on labelled messages and report cross-validated quality.
     Train(Box<train::TrainArgs>),
-    /// Adapt the encoder's upper layers to the validators (retrain the heads after).
+    /// Adapt the encoder's upper layers to the validators (retrain the heads after). Research:
+    /// built with the `lab` feature.
+    #[cfg(feature = "lab")]
     Adapt(Box<adapt::AdaptArgs>),
     /// Labelled examples that teach a validator: add, list, import, remove.
     Examples(Box<teach::ExamplesArgs>),
@@ -77,6 +81,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(*args),
         Command::Train(args) => train::run(*args),
+        #[cfg(feature = "lab")]
         Command::Adapt(args) => adapt::run(*args),
         Command::Eval(args) => eval::run(*args),
         Command::Serve(args) => serve::run(*args),

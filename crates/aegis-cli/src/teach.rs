@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aegis_guard::{LabelledMessage, Language};
+use aegis_guard::Language;
 use aegis_heads::Head;
 use aegis_store::{Added, ExampleOrigin, NewExample, Store};
 use anyhow::{bail, Context, Result};
@@ -246,21 +246,11 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
 }
 
 async fn import_file(store: &Store, file: &Path, only: Option<&str>) -> Result<(usize, usize)> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    // Every line is checked before any is added: a bad file adds nothing.
+    // Every row is checked before any is added: a bad file adds nothing. Read as `aegis eval`
+    // and `aegis train` read labelled files, JSONL or CSV.
+    let rows = aegis_eval::Dataset::load(file)?.rows;
     let mut examples = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let message: LabelledMessage = serde_json::from_str(line).with_context(|| {
-            format!(
-                "{} line {}: not a labelled message ({{\"text\": ..., \"labels\": {{...}}}})",
-                file.display(),
-                index + 1
-            )
-        })?;
+    for aegis_eval::DatasetRow { message, .. } in rows {
         for (key, label) in &message.labels {
             let Some(violates) = label else { continue };
             if only.is_some_and(|only| only != key) {

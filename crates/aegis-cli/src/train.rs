@@ -111,6 +111,8 @@ pub struct TrainArgs {
     /// thresholds collapse; rows the file lacks are read through the loaded encoder. For heads
     /// on the embedding of an adapted encoder, trained with the same settings on the same data
     /// (not checked: the adapter file does not record them; the head records the file's run).
+    /// Research: built with the `lab` feature.
+    #[cfg(feature = "lab")]
     #[arg(long, value_name = "FILE")]
     pub out_of_fold: Option<PathBuf>,
     /// Where features are cached (default: the platform cache folder, aegis/features).
@@ -203,7 +205,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             .collect()
     } else {
         for key in &args.validators {
-            if !guard.validators().iter().any(|v| &v.key == key) {
+            if guard.validator(key).is_none() {
                 bail!("no validator template is called {key:?}");
             }
         }
@@ -247,15 +249,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
                 .unwrap_or_else(aegis_teach::feature_cache_dir),
         )
     });
-    let out_of_fold = match &args.out_of_fold {
-        Some(path) => Some(out_of_fold_for(
-            path,
-            &args,
-            &search,
-            guard.encoder().is_some(),
-        )?),
-        None => None,
-    };
+    let out_of_fold = out_of_fold_for(&args, &search, guard.encoder().is_some())?;
     let from_file = |m: &LabelledMessage| {
         out_of_fold
             .as_ref()
@@ -276,7 +270,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             "{} of {} rows read out of fold (cross-fit run {}); the rest through the loaded encoder",
             messages.len() - texts.len(),
             messages.len(),
-            out_of_fold.run
+            out_of_fold.run()
         );
     }
     let progress = ProgressBar::new(texts.len() as u64);
@@ -356,12 +350,10 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         }
         let threshold = fitted.threshold;
         let mut trained = fitted.trained;
-        trained.head.training.out_of_fold = out_of_fold.as_ref().map(|o| o.run.clone());
+        trained.head.training.out_of_fold = out_of_fold.as_ref().map(|o| o.run().to_string());
         let threshold = threshold.or_else(|| {
             guard
-                .validators()
-                .iter()
-                .find(|v| &v.key == key)
+                .validator(key)
                 .map(|v| f64::from(v.threshold))
         });
         for spec in args.reading.iter().filter(|r| &r.validator == key) {
@@ -403,7 +395,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
             trained.head.training.alpha
         );
         if out_dir == live_dir {
-            let validator = guard.validators().iter().find(|v| &v.key == key);
+            let validator = guard.validator(key);
             let applied = crate::teach::apply_head(
                 &args.db,
                 &prompts,
@@ -434,14 +426,35 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Passed)
 }
 
-/// The out-of-fold embeddings in `path`, where heads can use them: on an adapted encoder's
-/// embedding alone (the file holds nothing else).
+/// Rows whose embeddings a file gives instead of the loaded encoder: `aegis adapt --cross-fit`'s
+/// out-of-fold embeddings (`--out-of-fold`, in lab builds).
+trait EmbeddingsOfRows {
+    /// The settings of the run that wrote them, recorded in the head.
+    fn run(&self) -> &str;
+    fn get(&self, text: &str) -> Option<&[f32]>;
+}
+
+#[cfg(feature = "lab")]
+impl EmbeddingsOfRows for aegis_adapt::OutOfFold {
+    fn run(&self) -> &str {
+        &self.run
+    }
+    fn get(&self, text: &str) -> Option<&[f32]> {
+        aegis_adapt::OutOfFold::get(self, text)
+    }
+}
+
+/// The out-of-fold embeddings `--out-of-fold` names, where heads can use them: on an adapted
+/// encoder's embedding alone (the file holds nothing else).
+#[cfg(feature = "lab")]
 fn out_of_fold_for(
-    path: &std::path::Path,
     args: &TrainArgs,
     search: &LayerSearch,
     on_encoder: bool,
-) -> Result<aegis_adapt::OutOfFold> {
+) -> Result<Option<Box<dyn EmbeddingsOfRows>>> {
+    let Some(path) = &args.out_of_fold else {
+        return Ok(None);
+    };
     anyhow::ensure!(
         on_encoder && search.candidates.iter().all(Vec::is_empty) && !args.prompt_scores,
         "--out-of-fold holds the encoder's embedding only: train with --layers embedding on the encoder, without --prompt-scores"
@@ -452,7 +465,17 @@ fn out_of_fold_for(
         "--out-of-fold embeddings are an adapter's, and {} holds none: apply the adapter trained with the same settings first",
         adapter.display()
     );
-    Ok(aegis_adapt::OutOfFold::read(path)?)
+    Ok(Some(Box::new(aegis_adapt::OutOfFold::read(path)?)))
+}
+
+/// Without the lab feature there is no `--out-of-fold`: every row goes through the encoder.
+#[cfg(not(feature = "lab"))]
+fn out_of_fold_for(
+    _: &TrainArgs,
+    _: &LayerSearch,
+    _: bool,
+) -> Result<Option<Box<dyn EmbeddingsOfRows>>> {
+    Ok(None)
 }
 
 /// `auto`, or a comma-separated list of layer sets (`8`, `8+12`, and on an encoder `embedding`,
@@ -509,7 +532,7 @@ fn print_budget_choice(
     choice: Option<&BudgetChoice>,
     budget: f64,
 ) {
-    let Some(validator) = guard.validators().iter().find(|v| v.key == key) else {
+    let Some(validator) = guard.validator(key) else {
         return;
     };
     let Some(choice) = choice else {

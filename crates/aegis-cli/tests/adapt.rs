@@ -6,6 +6,10 @@ use std::process::Output;
 use crate::{aegis, aegis_command, repo_root, stderr, stdout};
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn adapting_twice_gives_the_same_adapter_and_the_heads_of_the_plain_encoder_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
@@ -119,6 +123,10 @@ fn labelled_rows(sources: usize) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn cross_fitting_reports_the_plain_and_the_adapted_encoder_on_held_out_sources_and_its_out_of_fold_embeddings_train_the_heads(
 ) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -45,6 +45,10 @@ fn verdicts(extra: &[&str], file: &std::path::Path) -> Vec<serde_json::Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn served_embeddings_give_the_local_encoders_verdicts() {
     let server = LlamaServer::embeddings(&[]);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -75,6 +79,10 @@ fn served_embeddings_give_the_local_encoders_verdicts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_server_that_pools_differently_is_refused_with_both_figures() {
     // The first token's state instead of the mean: the right model, the wrong embedding.
     let server = LlamaServer::embeddings(&["--pooling", "cls"]);
@@ -94,6 +102,10 @@ fn a_server_that_pools_differently_is_refused_with_both_figures() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once() {
     let server = LlamaServer::embeddings(&[]);
     let (port, url) = (server.port, server.url.clone());

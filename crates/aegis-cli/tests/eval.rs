@@ -38,6 +38,10 @@ fn prompts_without_heads(dir: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn eval_measures_stores_rethresholds_and_compares() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("runs.db").display().to_string();
@@ -119,6 +123,10 @@ fn eval_measures_stores_rethresholds_and_compares() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn bad_datasets_and_flags_are_refused_before_the_model_loads() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.jsonl");
@@ -153,7 +161,32 @@ fn bad_datasets_and_flags_are_refused_before_the_model_loads() {
     assert!(stderr(&no_run).contains("no stored evaluation run 99"));
 }
 
+/// One reader for labelled files: `aegis train --data` takes the CSV `aegis eval` takes, and a
+/// malformed row gets the same words from both, before any model loads.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
+fn train_and_eval_read_labelled_csv_with_one_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "text,spam\nhello,true\nWIN NOW,maybe\n").expect("write");
+    let bad = bad.to_str().expect("path");
+    let eval = aegis(&["eval", bad, "--no-store"]);
+    let train = aegis(&["train", "spam", "--data", bad, "--dry-run"]);
+    let said = "record 2, column spam: \"maybe\" is not a label";
+    for (command, out) in [("eval", &eval), ("train", &train)] {
+        assert!(!out.status.success(), "{command}");
+        assert!(stderr(out).contains(said), "{command}: {}", stderr(out));
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn reviewed_history_exports_as_a_labelled_set_the_workbench_reads() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db").display().to_string();

@@ -5,6 +5,10 @@
 use super::{aegis, stderr, stdout};
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_synthetic_model_is_written_checked_and_flagged_everywhere() {
     let dir = tempfile::tempdir().expect("tempdir");
     let model = dir.path().join("tiny.gguf");
@@ -58,6 +62,10 @@ fn a_synthetic_model_is_written_checked_and_flagged_everywhere() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn unknown_shapes_and_storage_types_are_usage_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_path = dir.path().join("x.gguf");
@@ -75,6 +83,10 @@ fn unknown_shapes_and_storage_types_are_usage_errors() {
 
 #[cfg(not(feature = "cuda"))]
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_cpu_build_asked_for_a_gpu_names_the_fix() {
     let out = aegis(&["check", "--device", "cuda:0", "hello"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

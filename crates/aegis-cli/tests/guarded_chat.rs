@@ -11,6 +11,10 @@ use aegis_remote::testing::LlamaServer;
 use crate::serve::Served;
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn the_openai_client_streams_through_the_guard_and_is_refused_in_each_language() {
     let python = crate::set_up_tool("AEGIS_OPENAI_PYTHON", "scripts/setup-openai-client.sh");
     let upstream = LlamaServer::start();

@@ -44,6 +44,10 @@ fn train(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn shipped_heads_rank_the_obvious_cases() {
     let toxic = scores("dasar goblok kamu anjing")["toxic"]
         .as_f64()
@@ -118,6 +122,10 @@ fn check_file(lines: &[&str], args: &[&str]) -> Vec<serde_json::Value> {
 /// acknowledgements and customer-service messages with an order number and a link pass every
 /// validator in each language, and a clear insult in each language fails toxic.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn everyday_messages_pass_and_clear_insults_fail_in_each_language() {
     every_one_passes_and_each_insult_fails_toxic(&EVERYDAY, &CLEAR_INSULTS);
 }
@@ -139,6 +147,10 @@ const CLEAR_INSULTS: [&str; 2] = [
 ];
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_report_quoting_an_insult_passes_and_the_insult_said_fails_in_each_language() {
     every_one_passes_and_each_insult_fails_toxic(&REPORTS, &QUOTED_INSULTS);
 }
@@ -158,6 +170,10 @@ const REPORTS: [&str; 4] = [
 ];
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn an_exclamation_aimed_at_no_one_passes_and_an_insult_to_the_reader_fails_in_each_language() {
     // Written for this test (in no data file). Toxic and harassment read a user's opening
     // exclamation as elided; a name for the reader is no exclamation.
@@ -179,6 +195,10 @@ fn an_exclamation_aimed_at_no_one_passes_and_an_insult_to_the_reader_fails_in_ea
 /// messages the real-model tests above check. Where the CPU has no VNNI, `int8` is `precise`
 /// and this holds trivially; it says so.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn every_encoder_weight_format_gives_the_same_verdicts() {
     let lines: Vec<&str> = [&EVERYDAY[..], &CLEAR_INSULTS, &REPORTS, &QUOTED_INSULTS].concat();
     let verdicts = |format: &str| -> Vec<String> {
@@ -194,6 +214,10 @@ fn every_encoder_weight_format_gives_the_same_verdicts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn contempt_without_a_rude_word_fails_toxic_and_civil_criticism_passes_in_each_language() {
     // Written for this test (in no data file). The shipped toxic head keeps a second reading for
     // contempt (`--reading toxic:contempt=...`); sarcasm about a task ("how brave of you to
@@ -212,6 +236,10 @@ fn contempt_without_a_rude_word_fails_toxic_and_civil_criticism_passes_in_each_l
 /// `--reading` trains a second map beside the head, kept in its file and aligned to its
 /// threshold; a reading for a validator not trained is refused before anything is read.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_reading_is_trained_beside_the_head_and_kept_in_its_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");
@@ -314,6 +342,10 @@ fn a_reading_is_trained_beside_the_head_and_kept_in_its_file() {
 /// A bf16 copy hashes otherwise; the shipped heads take it once it embeds their probes as they
 /// recorded, and its verdicts are the original's (what a GPU machine is sent: half the bytes).
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_bf16_copy_of_the_encoder_is_read_by_the_shipped_heads() {
     let dir = tempfile::tempdir().expect("tempdir");
     let copy = dir.path().join("encoder-bf16");
@@ -346,6 +378,10 @@ fn a_bf16_copy_of_the_encoder_is_read_by_the_shipped_heads() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_head_for_another_model_is_refused_with_a_warning() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");
@@ -387,6 +423,10 @@ fn a_head_for_another_model_is_refused_with_a_warning() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn training_is_deterministic_end_to_end() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
@@ -432,6 +472,10 @@ fn training_is_deterministic_end_to_end() {
 /// Rows from several sources are validated by holding whole sources out: the report leads with
 /// that figure, shows the random-fold one beside it, and says what each source scores.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn training_reports_held_out_sources_first() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fixture = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
@@ -483,6 +527,10 @@ fn training_reports_held_out_sources_first() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn reviews_join_the_training_data() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");
@@ -546,6 +594,10 @@ fn reviews_join_the_training_data() {
 /// decoder head put where the encoder's heads live is refused with the way out, the prompt
 /// deciding instead.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn each_reader_runs_its_own_heads_and_refuses_the_others() {
     let out = aegis(&[
         "check",
@@ -609,6 +661,10 @@ fn each_reader_runs_its_own_heads_and_refuses_the_others() {
 /// A head on an encoder layer (the verdict's reading stops there) is trained, written with its
 /// layer, and decides a check read through that layer only.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");

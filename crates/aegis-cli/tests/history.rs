@@ -29,6 +29,10 @@ fn history_json(db: &std::path::Path, args: &[&str]) -> serde_json::Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn check_records_by_default_and_history_finds_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");
@@ -72,6 +76,10 @@ fn check_records_by_default_and_history_finds_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_killed_import_resumes_with_exactly_one_verdict_per_row() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = tiny_prompts(dir.path());

@@ -7,6 +7,10 @@ use crate::{aegis, stderr, stdout};
 /// With heads on the decoder (whose hidden states a server does not return) the prompts decide,
 /// and the command says so; heads on the default encoder would still run here.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn check_runs_on_a_model_server_and_says_the_prompts_decide() {
     let server = LlamaServer::start();
     let out = aegis(&[
@@ -54,6 +58,10 @@ fn check_runs_on_a_model_server_and_says_the_prompts_decide() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_model_server_that_is_not_there_is_named() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", free.local_addr().expect("address"));
@@ -68,6 +76,10 @@ fn a_model_server_that_is_not_there_is_named() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn training_heads_on_a_model_server_is_refused_before_it_is_reached() {
     let data = crate::repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
     let data = data.to_str().expect("UTF-8 path");

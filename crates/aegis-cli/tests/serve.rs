@@ -131,6 +131,10 @@ fn read_all(mut stream: TcpStream) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn sigterm_lets_the_request_in_flight_finish() {
     let mut served = Served::start(&[]);
     let body = r#"{"user_id":"u","question":"Selamat pagi, apa kabar?"}"#;
@@ -145,6 +149,10 @@ fn sigterm_lets_the_request_in_flight_finish() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn sigterm_ends_within_five_seconds_cancelling_what_would_outlast_it() {
     let mut served = Served::start(&[]);
     // A client that never finishes its body, and answers being written: neither may hold the
@@ -176,6 +184,10 @@ fn sigterm_ends_within_five_seconds_cancelling_what_would_outlast_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_page_on_a_foreign_name_or_origin_is_refused_and_loopback_clients_are_answered() {
     let mut served = Served::start(&["--allowed-host", "guard.internal"]);
     // DNS rebinding: a page on attacker.example whose name now resolves to 127.0.0.1.
@@ -206,6 +218,10 @@ fn a_page_on_a_foreign_name_or_origin_is_refused_and_loopback_clients_are_answer
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_conversation_too_long_to_check_is_refused_at_once() {
     let mut served = Served::start(&[]);
     let turns: Vec<String> = (0..200)
@@ -232,6 +248,10 @@ fn a_conversation_too_long_to_check_is_refused_at_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_blank_token_or_origin_that_is_not_one_is_refused_at_start() {
     let blank = aegis_command(&["serve", "--port", "0", "--no-history", "--token", " "])
         .output()
@@ -287,6 +307,10 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn eight_long_answers_at_once_are_bounded_and_stop_when_their_clients_leave() {
     // Answers as long as the server allows: one that went on after its client left would keep a
     // core busy for minutes, far past the bound below.
@@ -352,6 +376,10 @@ fn eight_long_answers_at_once_are_bounded_and_stop_when_their_clients_leave() {
 /// Answers are kept short (`--answer-tokens 8`) so the run takes well under a minute; it is
 /// stopped at five.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn schemathesis_finds_the_description_true_to_the_server() {
     let schemathesis = crate::set_up_tool("AEGIS_SCHEMATHESIS", "scripts/setup-schemathesis.sh");
     let mut served = Served::keeping_history(&["--answer-tokens", "8"]);

@@ -17,6 +17,10 @@ fn examples(db: &str, args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn examples_merge_show_contradictions_import_and_refuse_bad_input() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");
@@ -131,6 +135,10 @@ fn prompts_with(dir: &Path, key: &str) -> std::path::PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn taught_examples_train_a_new_version_and_revert_restores_the_old_bytes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");
@@ -219,6 +227,10 @@ fn taught_examples_train_a_new_version_and_revert_restores_the_old_bytes() {
 /// examples (`docs/examples/`): the data's rows become its negatives, and once trained its head
 /// decides it, ranking a request for an OTP above everyday messages.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_new_validator_from_examples_is_decided_by_its_head() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");
@@ -292,6 +304,10 @@ fn a_new_validator_from_examples_is_decided_by_its_head() {
 /// more of ours runs), and the next command that reads the folder finds the old state whole or
 /// the new state whole, never a new head beside an old threshold or a head the list lacks.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_kill_at_any_step_of_an_apply_leaves_the_old_state_or_the_new() {
     let dir = tempfile::tempdir().expect("tempdir");
     let shipped = std::fs::read(repo_root().join("prompt_guard/heads/toxic.json")).expect("head");
@@ -411,6 +427,10 @@ fn threshold_in(template: &str) -> f64 {
 /// (docs/examples/gambling/), is warned that it learned the topic; once its author teaches near
 /// misses (messages on the topic that pass), the warning is gone.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("h.db");

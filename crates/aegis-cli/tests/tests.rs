@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[cfg(feature = "lab")]
 mod adapt;
 mod conversations;
 mod encoder_server;
@@ -81,6 +82,10 @@ fn stderr(o: &Output) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn check_json_prints_the_validate_shape_in_validator_order() {
     let out = aegis(&["check", "--json", "HAIIII BODOH"]);
     let code = out.status.code();
@@ -117,6 +122,10 @@ fn check_json_prints_the_validate_shape_in_validator_order() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn the_table_shows_every_validator() {
     let out = aegis(&["check", "Bagaimana cara top up saldo?"]);
     let text = stdout(&out);
@@ -133,6 +142,10 @@ fn the_table_shows_every_validator() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn empty_text_is_a_usage_error() {
     let out = aegis(&["check", "   "]);
     assert_eq!(out.status.code(), Some(2));
@@ -144,6 +157,10 @@ fn empty_text_is_a_usage_error() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn text_over_the_context_is_refused_with_both_lengths() {
     let long = vec!["kata"; 300].join(" ");
     let out = aegis(&["check", "--max-context", "256", &long]);
@@ -160,6 +177,10 @@ fn text_over_the_context_is_refused_with_both_lengths() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_file_streams_jsonl_and_reports_bad_rows_by_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("messages.jsonl");
@@ -190,6 +211,10 @@ fn a_file_streams_jsonl_and_reports_bad_rows_by_line() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn an_unusable_file_is_an_input_error_before_the_model_loads() {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv = dir.path().join("m.csv");
@@ -211,6 +236,10 @@ fn an_unusable_file_is_an_input_error_before_the_model_loads() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_broken_template_is_named_and_the_others_keep_working() {
     let dir = tempfile::tempdir().expect("tempdir");
     let shipped = repo_root().join("prompt_guard");
@@ -242,6 +271,10 @@ fn a_broken_template_is_named_and_the_others_keep_working() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_missing_templates_folder_is_named_before_the_model_loads() {
     let out = aegis(&["check", "--prompts", "/no/such/templates", "halo"]);
     assert_eq!(out.status.code(), Some(2));
@@ -253,6 +286,10 @@ fn a_missing_templates_folder_is_named_before_the_model_loads() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_missing_model_says_how_to_get_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(env!("CARGO_BIN_EXE_aegis"))
@@ -270,6 +307,10 @@ fn a_missing_model_says_how_to_get_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn serving_beyond_loopback_needs_a_token() {
     let out = aegis(&["serve", "--host", "0.0.0.0", "--port", "0", "--no-history"]);
     assert_eq!(out.status.code(), Some(2));

@@ -78,6 +78,10 @@ fn assert_agree(
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_synthetic_model_loads_through_the_real_loader_and_says_so() {
     let engine = load(Some(tiny_model()), DeviceChoice::Cpu, WeightFormat::F32);
     assert!(engine.info().synthetic, "{:?}", engine.info());
@@ -131,6 +135,10 @@ fn bf16_agrees_with_f32_on_the_real_model() {
 
 #[cfg(not(feature = "cuda"))]
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn asking_for_a_gpu_in_a_cpu_build_is_a_clear_error() {
     let resolved = resolve(&ModelSpec::Default, &HubOptions::default()).expect("resolve");
     let options = LoadOptions {
@@ -168,6 +176,10 @@ mod cuda {
     /// The GPU's fast path (padded attention after the cached openings, every prompt of every
     /// message in one step) answers as each prompt read alone on the same GPU.
     #[test]
+    #[cfg_attr(
+        not(aegis_models),
+        ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+    )]
     fn gpu_fast_path_equals_one_prompt_at_a_time() {
         use crate::scoring::{messages_of_many_lengths, validator_prompts};
         let engine = load(Some(tiny_model()), DeviceChoice::Cuda(0), WeightFormat::F32);
@@ -207,6 +219,10 @@ mod cuda {
     }
 
     #[test]
+    #[cfg_attr(
+        not(aegis_models),
+        ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+    )]
     fn auto_picks_the_gpu_and_bf16() {
         let resolved = resolve(&ModelSpec::Default, &HubOptions::default()).expect("resolve");
         let auto = GemmaEngine::load(&resolved, &LoadOptions::default()).expect("load");

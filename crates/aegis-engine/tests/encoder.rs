@@ -80,6 +80,10 @@ fn bound(reference_error: f64, max_abs_element: f64) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn embeddings_match_the_float64_oracle_within_its_own_float32_error() {
     let fixture = fixture();
     let encoder = exact_encoder();
@@ -110,6 +114,10 @@ fn embeddings_match_the_float64_oracle_within_its_own_float32_error() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_batch_gives_each_text_what_it_gets_alone() {
     let texts = [
         "makasih kak",
@@ -140,6 +148,10 @@ fn a_batch_gives_each_text_what_it_gets_alone() {
 /// A reading of intermediate layers stops there and gives what a full pass gives at those layers
 /// (the same arithmetic on the same rows); the embedding read beside them is `embed_batch`'s.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_reading_stops_at_its_layers_and_agrees_with_a_full_pass() {
     let encoder = encoder();
     let texts = [
@@ -191,6 +203,10 @@ fn a_reading_stops_at_its_layers_and_agrees_with_a_full_pass() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn control_token_spellings_stay_text_and_oversized_input_is_refused() {
     let encoder = encoder();
     let ids = encoder
@@ -216,6 +232,10 @@ fn control_token_spellings_stay_text_and_oversized_input_is_refused() {
 /// (where sliding layers mask): measured 0.99998 or closer on every text here, bounded at 0.9999.
 /// A real fault (a wrong window, RoPE table or norm) lands far below.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn the_packed_kernels_agree_with_the_f32_path() {
     let fixture = fixture();
     let long =
@@ -268,6 +288,10 @@ fn the_packed_kernels_agree_with_the_f32_path() {
 /// trivially): within cosine 0.999 of the f32 path on the same texts, the bound the heads'
 /// verdicts were measured to survive.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn the_int8_kernels_agree_with_the_f32_path_within_int8s_rounding() {
     let fixture = fixture();
     let long =
@@ -305,6 +329,10 @@ mod cuda {
     /// dot product with the embedding, so what it sees is the direction: it must stay within
     /// 0.99 cosine. A real fault (a wrong mask, RoPE or pooling on one side) lands far below.
     #[test]
+    #[cfg_attr(
+        not(aegis_models),
+        ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+    )]
     fn gpu_embeddings_agree_with_the_cpu() {
         let folder = default_encoder_dir();
         let gpu = EmbeddingGemma::load(&folder, DeviceChoice::Cuda(0)).expect("loads on the GPU");

@@ -64,11 +64,19 @@ impl ExactBound {
 const GREEDY_MARGIN: f32 = 1.0;
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn fixture_is_for_the_default_model() {
     assert_eq!(fixture().model_sha256, engine().info_hash());
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn tokenizes_like_llama_cpp() {
     for case in fixture().cases {
         let ids = engine()
@@ -144,11 +152,19 @@ fn check_logits(engine: &GemmaEngine, label: &str, exact_rule: ExactBound) {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn dense_logits_match_llama_cpp() {
     check_logits(engine(), "dense", ExactBound::Dense);
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn quantized_logits_match_llama_cpp() {
     let resolved = aegis_engine::resolve(&aegis_engine::ModelSpec::Default, &Default::default())
         .expect("model");
@@ -165,6 +181,10 @@ fn quantized_logits_match_llama_cpp() {
 /// so a machine with a wider tier checks both paths against the same bound. On a CPU whose best
 /// tier already is AVX2, the run above is that tier and there is no second one to force.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 #[cfg(target_arch = "x86_64")]
 fn quantized_logits_match_llama_cpp_on_the_avx2_tier_too() {
     const FORCE_AVX2: &str = "MISTRALRS_FORCE_AVX2";
@@ -197,6 +217,10 @@ fn quantized_logits_match_llama_cpp_on_the_avx2_tier_too() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn greedy_continuations_match_llama_cpp() {
     let mut compared = 0;
     for case in fixture().cases {
@@ -222,6 +246,10 @@ fn greedy_continuations_match_llama_cpp() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_multi_token_step_after_a_cached_prefix_matches_one_pass() {
     let case = fixture().cases.remove(3); // the long prompt: crosses the 512-token sliding window
     let model = engine().model();

@@ -15,6 +15,10 @@ fn prompt(question: &str, message: &str) -> Vec<Segment> {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn scores_are_probabilities_that_vary_and_repeat() {
     let prompts = vec![
         prompt(
@@ -104,6 +108,10 @@ pub(crate) fn messages_of_many_lengths() -> Vec<String> {
 /// Issue 6, item 6: the fast path (prefix cache, token trie, one packed batch over many messages)
 /// changes speed, never answers.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn the_fast_path_equals_one_prompt_at_a_time() {
     let messages = messages_of_many_lengths();
     for policy_first in [false, true] {
@@ -143,6 +151,10 @@ fn the_fast_path_equals_one_prompt_at_a_time() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn one_bad_message_does_not_fail_its_batch() {
     let long = "kata ".repeat(5000);
     let batch = vec![
@@ -182,6 +194,10 @@ fn relative_diff(reference: &[f32], got: &[f32]) -> f32 {
 /// magnitude: over 18 layers of 640- to 2048-term sums that stays well under 1e-4. A real
 /// difference in what a row attends to (a wrong mask, a leaked neighbour) moves means by far more.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn packed_encoding_equals_each_message_alone_at_every_layer() {
     let layers = engine().info().layers;
     let taps: Vec<usize> = vec![1, layers / 2, layers - 1, layers];
@@ -223,6 +239,10 @@ fn packed_encoding_equals_each_message_alone_at_every_layer() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn generation_streams_and_stops() {
     let prompt = vec![Segment::Template(
         "<start_of_turn>user\nSay hello in one word.<end_of_turn>\n<start_of_turn>model\n".into(),
@@ -239,6 +259,10 @@ fn generation_streams_and_stops() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn generation_stops_while_still_reading_a_long_prompt_when_its_caller_has_gone() {
     let story = "The harbour was quiet and the boats rocked gently. ".repeat(40);
     let prompt = vec![
@@ -259,6 +283,10 @@ fn generation_stops_while_still_reading_a_long_prompt_when_its_caller_has_gone()
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn over_long_prompts_are_refused_with_both_lengths() {
     let long = "kata ".repeat(5000);
     let err = engine()

@@ -294,6 +294,11 @@ impl Guard {
         &self.validators
     }
 
+    /// The validator whose template is `<key>.txt`.
+    pub fn validator(&self, key: &str) -> Option<&Validator> {
+        self.validators.iter().find(|v| v.key == key)
+    }
+
     pub fn model(&self) -> &Arc<dyn LanguageModel> {
         &self.model
     }

@@ -310,15 +310,77 @@ pub fn validate_conversation(turns: &[Turn]) -> Result<()> {
     }
 }
 
+/// A conversation as clients send it (the OpenAI chat shape, a list of `{role, content}`): its
+/// user and assistant turns, each with its position in the list sent, so every error and every
+/// checked turn is named by the position the client sees. The HTTP API and file imports both read
+/// conversations through it, so a turn one refuses the other refuses with the same words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceivedConversation {
+    turns: Vec<Turn>,
+    positions: Vec<usize>,
+}
+
+impl ReceivedConversation {
+    /// Reads `messages`; a turn without a role or content, or a conversation with no user or
+    /// assistant turn, is refused by position.
+    pub fn parse(messages: &[serde_json::Value]) -> Result<Self> {
+        let mut turns = Vec::new();
+        let mut positions = Vec::new();
+        for (index, message) in messages.iter().enumerate() {
+            let bad = |problem: &str| GuardError::BadTurn {
+                index: Some(index),
+                problem: problem.into(),
+            };
+            let role = message
+                .get("role")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| bad("needs a role: user or assistant"))?;
+            let content = message.get("content").ok_or_else(|| bad("needs content"))?;
+            if let Some(turn) = turn_from_parts(index, role, content)? {
+                turns.push(turn);
+                positions.push(index);
+            }
+        }
+        if turns.is_empty() {
+            return Err(GuardError::BadTurn {
+                index: None,
+                problem: "messages holds no user or assistant turn to check".into(),
+            });
+        }
+        Ok(Self { turns, positions })
+    }
+
+    /// The user and assistant turns, system ones left out.
+    pub fn turns(&self) -> &[Turn] {
+        &self.turns
+    }
+
+    /// The inputs `checked` asks for, each named (and any error placed) by its position in the
+    /// list sent rather than among the turns left after system ones.
+    pub fn inputs(&self, checked: TurnsChecked) -> Result<Vec<GuardInput>> {
+        let mut inputs =
+            GuardInput::from_conversation(&self.turns, checked).map_err(|e| match e {
+                GuardError::BadTurn {
+                    index: Some(i),
+                    problem,
+                } => GuardError::BadTurn {
+                    index: Some(self.positions[i]),
+                    problem,
+                },
+                other => other,
+            })?;
+        for input in &mut inputs {
+            input.index = self.positions[input.index];
+        }
+        Ok(inputs)
+    }
+}
+
 /// A turn as clients send it (the OpenAI chat shape: `role` and `content`, where content is a
 /// string or a list of text parts), checked and named by its position when it is unusable.
 /// `system` and `developer` turns are the application's own instructions, not traffic: they are
 /// neither checked nor context, and `Ok(None)` says so.
-pub fn turn_from_parts(
-    index: usize,
-    role: &str,
-    content: &serde_json::Value,
-) -> Result<Option<Turn>> {
+fn turn_from_parts(index: usize, role: &str, content: &serde_json::Value) -> Result<Option<Turn>> {
     let bad = |problem: String| GuardError::BadTurn {
         index: Some(index),
         problem,
@@ -408,6 +470,28 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(blank.to_string(), "turn 1: its content is empty");
+    }
+
+    #[test]
+    fn a_received_conversation_names_turns_by_their_place_in_the_list_sent() -> Result<()> {
+        let messages = [
+            json!({"role": "system", "content": "be kind"}),
+            json!({"role": "user", "content": "halo"}),
+            json!({"role": "assistant", "content": "hai"}),
+        ];
+        let conversation = ReceivedConversation::parse(&messages)?;
+        assert_eq!(conversation.turns().len(), 2);
+        let all = conversation.inputs(TurnsChecked::All)?;
+        assert_eq!(all.iter().map(|i| i.index).collect::<Vec<_>>(), [1, 2]);
+        let missing_role = [
+            json!({"role": "user", "content": "a"}),
+            json!({"content": "b"}),
+        ];
+        let error = ReceivedConversation::parse(&missing_role).unwrap_err();
+        assert_eq!(error.to_string(), "turn 1: needs a role: user or assistant");
+        let only_system = [json!({"role": "system", "content": "x"})];
+        assert!(ReceivedConversation::parse(&only_system).is_err());
+        Ok(())
     }
 
     #[test]

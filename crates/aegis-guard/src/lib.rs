@@ -32,7 +32,7 @@ pub use heads::{
     heads_unavailable, layers_read, EncoderRead, ENCODER_ADAPTER_FILE, HEADS_DIR,
 };
 pub use input::{
-    fitting_answer_prompt, turn_from_parts, EarlierTurns, GuardInput, Role, Turn, TurnsChecked,
+    fitting_answer_prompt, EarlierTurns, GuardInput, ReceivedConversation, Role, Turn, TurnsChecked,
 };
 pub use language::Language;
 pub use mention::QuoteReading;

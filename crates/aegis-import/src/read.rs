@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aegis_guard::{turn_from_parts, GuardInput, Turn, TurnsChecked};
+use aegis_guard::{GuardInput, ReceivedConversation, TurnsChecked};
 
 use sha2::{Digest, Sha256};
 
@@ -235,21 +235,9 @@ fn conversation_inputs(
     let list = messages
         .as_array()
         .ok_or("messages must be a list of {\"role\", \"content\"} turns")?;
-    let mut conversation: Vec<Turn> = Vec::new();
-    let mut positions = Vec::new();
-    for (index, message) in list.iter().enumerate() {
-        let role = message.get("role").and_then(|r| r.as_str()).unwrap_or("");
-        let content = message.get("content").unwrap_or(&serde_json::Value::Null);
-        if let Some(turn) = turn_from_parts(index, role, content).map_err(|e| e.to_string())? {
-            conversation.push(turn);
-            positions.push(index);
-        }
-    }
-    let mut inputs =
-        GuardInput::from_conversation(&conversation, checked).map_err(|e| e.to_string())?;
-    for input in &mut inputs {
-        input.index = positions[input.index];
-    }
+    let inputs = ReceivedConversation::parse(list)
+        .and_then(|conversation| conversation.inputs(checked))
+        .map_err(|e| e.to_string())?;
     Ok(inputs)
 }
 

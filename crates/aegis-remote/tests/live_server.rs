@@ -48,6 +48,10 @@ fn connect(server: &LlamaServer) -> RemoteModel {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn remote_p_yes_agrees_with_the_local_engine_on_the_shipped_validators() {
     let server = LlamaServer::start();
     let remote = connect(&server);
@@ -129,6 +133,10 @@ fn remote_p_yes_agrees_with_the_local_engine_on_the_shipped_validators() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_rejection_message_is_generated_on_the_server() {
     let server = LlamaServer::start();
     let remote = connect(&server);
@@ -157,6 +165,10 @@ fn a_rejection_message_is_generated_on_the_server() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn the_server_going_away_is_an_error_that_names_it_not_a_hang() {
     let server = LlamaServer::start();
     let remote = connect(&server);

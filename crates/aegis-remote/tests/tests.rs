@@ -161,6 +161,10 @@ async fn score(model: Arc<RemoteModel>, user: &str) -> aegis_engine::Result<f32>
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn p_yes_is_renormalised_over_yes_and_no_and_the_server_is_recorded() {
     let (url, _) = serve(Behaviour::Well).await;
     let model = Arc::new(connect(url.clone()).await.expect("connect"));
@@ -174,6 +178,10 @@ async fn p_yes_is_renormalised_over_yes_and_no_and_the_server_is_recorded() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn user_text_reaches_the_server_as_text_tokens_never_control_tokens() {
     let (url, stand_in) = serve(Behaviour::Well).await;
     let model = Arc::new(connect(url).await.expect("connect"));
@@ -198,6 +206,10 @@ async fn user_text_reaches_the_server_as_text_tokens_never_control_tokens() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_server_that_is_down_is_named_with_what_to_check() {
     // A port nothing listens on: bind one, then let it go.
     let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -209,6 +221,10 @@ async fn a_server_that_is_down_is_named_with_what_to_check() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_failing_server_is_retried_a_bounded_number_of_times_then_reported() {
     let (url, stand_in) = serve(Behaviour::Fails).await;
     let model = Arc::new(connect(url).await.expect("connect"));
@@ -223,6 +239,10 @@ async fn a_failing_server_is_retried_a_bounded_number_of_times_then_reported() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_stalled_server_times_out_instead_of_hanging() {
     let (url, _) = serve(Behaviour::Stalls).await;
     let model = Arc::new(connect(url).await.expect("connect"));
@@ -232,6 +252,10 @@ async fn a_stalled_server_times_out_instead_of_hanging() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn another_tokenizer_is_refused_naming_both() {
     let (url, _) = serve(Behaviour::OtherTokenizer).await;
     let error = connect(url).await.expect_err("mismatch").to_string();
@@ -240,6 +264,10 @@ async fn another_tokenizer_is_refused_naming_both() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_missing_no_is_reported_not_guessed() {
     let (url, _) = serve(Behaviour::NoNo).await;
     let model = Arc::new(connect(url).await.expect("connect"));

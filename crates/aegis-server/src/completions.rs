@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use aegis_guard::{GuardInput, Role, Status, Turn, TurnsChecked, Verdict};
+use aegis_guard::{GuardInput, ReceivedConversation, Role, Status, Turn, TurnsChecked, Verdict};
 use aegis_runtime::{guard_stream, Step, StreamCheck, StreamContext};
 use aegis_store::Source;
 use aegis_upstream::{Release, StreamPolicy, Upstream, UpstreamError};
@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::json::ApiJson;
-use crate::routes::{check, conversation_turns, guard_input_error, too_many_turns};
+use crate::routes::{check, guard_input_error, too_many_turns};
 use crate::state::AppState;
 
 /// The request's own field for the guard; removed before the request goes upstream.
@@ -104,7 +104,10 @@ impl CompletionRequest {
                 messages.len()
             )));
         }
-        let (turns, _) = conversation_turns(messages).map_err(guard_input_error)?;
+        let turns = ReceivedConversation::parse(messages)
+            .map_err(guard_input_error)?
+            .turns()
+            .to_vec();
         if turns.last().is_none_or(|t| t.role != Role::User) {
             return Err(ApiError::bad_request(
                 "bad_turn",

@@ -82,11 +82,7 @@ pub(crate) async fn feedback(
         )
     })?;
     let guard = state.loaded_guard().map_err(worker_error)?;
-    if !guard
-        .validators()
-        .iter()
-        .any(|v| v.key == request.validator)
-    {
+    if guard.validator(&request.validator).is_none() {
         let known: Vec<&str> = guard.validators().iter().map(|v| v.key.as_str()).collect();
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use aegis_guard::{
-    turn_from_parts, ChatResponse, GuardError, GuardInput, Role, Turn, TurnsChecked,
+    ChatResponse, GuardError, GuardInput, ReceivedConversation, Role, TurnsChecked,
     ValidateResponse, Verdict,
 };
 use aegis_store::Source;
@@ -44,7 +44,7 @@ pub(crate) struct GuardRequest {
 }
 
 /// One turn of a conversation, as OpenAI's chat API writes it. Described here, parsed by
-/// `aegis_guard::turn_from_parts` (which names the turn at fault); the schemathesis run in the
+/// `aegis_guard::ReceivedConversation` (which names the turn at fault); the schemathesis run in the
 /// suite holds the two together.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[allow(dead_code)]
@@ -121,30 +121,17 @@ impl GuardRequest {
                 limits.max_turns
             )));
         }
-        let (turns, positions) = conversation_turns(turns).map_err(guard_input_error)?;
-        if self.turns == TurnsChecked::All && turns.len() > limits.max_checked_turns {
+        let conversation = ReceivedConversation::parse(turns).map_err(guard_input_error)?;
+        if self.turns == TurnsChecked::All && conversation.turns().len() > limits.max_checked_turns
+        {
             return Err(too_many_turns(format!(
                 "\"turns\": \"all\" would check {} turns; this server checks at most {} per \
                  request (send the conversation in parts, each with the turns before it)",
-                turns.len(),
+                conversation.turns().len(),
                 limits.max_checked_turns
             )));
         }
-        let mut inputs =
-            GuardInput::from_conversation(&turns, self.turns).map_err(|e| match e {
-                // Positions in the request, not in the turns left after system ones.
-                GuardError::BadTurn {
-                    index: Some(i),
-                    problem,
-                } => guard_input_error(GuardError::BadTurn {
-                    index: Some(positions[i]),
-                    problem,
-                }),
-                other => guard_input_error(other),
-            })?;
-        for input in &mut inputs {
-            input.index = positions[input.index];
-        }
+        let inputs = conversation.inputs(self.turns).map_err(guard_input_error)?;
         Ok(inputs)
     }
 
@@ -157,36 +144,6 @@ impl GuardRequest {
                 .unwrap_or_default()
         })
     }
-}
-
-/// The user and assistant turns of `messages`, and each one's position in it.
-pub(crate) fn conversation_turns(
-    messages: &[Value],
-) -> Result<(Vec<Turn>, Vec<usize>), GuardError> {
-    let mut turns = Vec::new();
-    let mut positions = Vec::new();
-    for (index, message) in messages.iter().enumerate() {
-        let bad = |problem: &str| GuardError::BadTurn {
-            index: Some(index),
-            problem: problem.into(),
-        };
-        let role = message
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("needs a role: user or assistant"))?;
-        let content = message.get("content").ok_or_else(|| bad("needs content"))?;
-        if let Some(turn) = turn_from_parts(index, role, content)? {
-            turns.push(turn);
-            positions.push(index);
-        }
-    }
-    if turns.is_empty() {
-        return Err(GuardError::BadTurn {
-            index: None,
-            problem: "messages holds no user or assistant turn to check".into(),
-        });
-    }
-    Ok((turns, positions))
 }
 
 fn answer_checks_the_last_turn_only() -> ApiError {

@@ -15,6 +15,10 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
     let server = start(ServerConfig::default(), 8).await;
     let client = reqwest::Client::new();
@@ -108,6 +112,10 @@ async fn original_endpoints_keep_their_shapes_and_every_request_is_recorded() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn moderations_speak_openais_shape() {
     let server = start(ServerConfig::default(), 8).await;
     let one = json!({"input": "Beli saham BBCA sekarang, pasti cuan!", "model": "omni-moderation-latest"});
@@ -167,6 +175,10 @@ async fn moderations_speak_openais_shape() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_full_queue_answers_503_with_retry_after() {
     let server = start(ServerConfig::default(), 1).await;
     let client = reqwest::Client::new();
@@ -221,6 +233,10 @@ where
 /// Concurrent requests are drained into shared batches (issue 6); each still gets exactly the
 /// verdict it gets alone.
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn concurrent_requests_get_the_verdicts_they_get_alone() {
     let server = start(ServerConfig::default(), 64).await;
     let client = reqwest::Client::new();

@@ -24,6 +24,10 @@ fn expect_error(answer: (StatusCode, Value), status: u16, code: &str) -> String 
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn every_bad_request_gets_a_clear_4xx_in_one_shape() {
     let router = fake_router(ServerConfig::default()).await;
     let call = |path: &'static str, body: &'static str| send(&router, post(path, JSON, body));
@@ -103,6 +107,10 @@ async fn every_bad_request_gets_a_clear_4xx_in_one_shape() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_token_guards_everything_but_health() {
     let router = fake_router(ServerConfig {
         token: Some("s3cret-token".into()),
@@ -128,6 +136,10 @@ async fn a_token_guards_everything_but_health() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_foreign_host_or_page_is_refused_before_the_body_is_read() {
     let router = fake_router(ServerConfig {
         cors_origins: vec!["http://localhost:5173".into()],
@@ -180,6 +192,10 @@ async fn a_foreign_host_or_page_is_refused_before_the_body_is_read() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn any_page_may_call_when_the_operator_says_star() {
     let router = fake_router(ServerConfig {
         cors_origins: vec!["*".into()],
@@ -235,6 +251,10 @@ fn a_configuration_the_server_cannot_honour_is_refused() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn too_many_turns_are_refused_naming_the_limit_before_any_work() {
     let router = fake_router(ServerConfig::default()).await;
     let limits = ServerConfig::default();
@@ -269,6 +289,10 @@ async fn too_many_turns_are_refused_naming_the_limit_before_any_work() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_panicking_check_gets_500_naming_it_and_the_next_check_works() {
     let mut model = aegis_engine::testing::FakeModel::new(vec![]);
     model.panics_on = Some("KABOOM");

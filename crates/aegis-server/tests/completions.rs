@@ -211,6 +211,10 @@ fn failure_report(streamed: &Streamed) -> &Value {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn held_back_answers_are_cut_before_the_violating_sentence_reaches_the_client() {
     let (pieces, violation_at) = answer_with_violation();
     let (url, seen) = scripted_upstream(pieces, Duration::from_millis(2)).await;
@@ -275,6 +279,10 @@ async fn held_back_answers_are_cut_before_the_violating_sentence_reaches_the_cli
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn immediate_answers_are_cut_soon_after_the_violating_sentence() {
     let (pieces, _) = answer_with_violation();
     let total = pieces.len();
@@ -293,6 +301,10 @@ async fn immediate_answers_are_cut_soon_after_the_violating_sentence() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn clean_answers_stream_in_several_chunks_and_end_normally() {
     let pieces: Vec<String> = (0..12).map(|i| format!(" Line {i} is fine.")).collect();
     let whole = pieces.concat();
@@ -324,6 +336,10 @@ async fn clean_answers_stream_in_several_chunks_and_end_normally() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_failing_question_never_goes_upstream() {
     let (url, seen) = scripted_upstream(vec!["Hi.".into()], Duration::ZERO).await;
     let server = guarded(&url).await;
@@ -343,6 +359,10 @@ async fn a_failing_question_never_goes_upstream() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_whole_answer_that_fails_is_replaced_by_the_rejection() {
     let (pieces, _) = answer_with_violation();
     let (url, _seen) = scripted_upstream(pieces, Duration::ZERO).await;
@@ -362,6 +382,10 @@ async fn a_whole_answer_that_fails_is_replaced_by_the_rejection() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_client_that_leaves_cancels_the_upstream_request() {
     let pieces: Vec<String> = (0..400).map(|i| format!(" word{i}")).collect();
     let (url, seen) = scripted_upstream(pieces, Duration::from_millis(10)).await;
@@ -388,6 +412,10 @@ async fn a_client_that_leaves_cancels_the_upstream_request() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn an_upstream_that_is_down_is_a_502_with_a_json_error() {
     // A port that was free a moment ago: nothing listens there.
     let free = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -414,6 +442,10 @@ async fn an_upstream_that_is_down_is_a_502_with_a_json_error() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn bad_requests_are_refused_before_anything_goes_upstream() {
     let (url, seen) = scripted_upstream(vec!["Hi.".into()], Duration::ZERO).await;
     let server = guarded(&url).await;

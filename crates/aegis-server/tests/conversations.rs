@@ -35,6 +35,10 @@ fn error_of(body: &Value) -> (&str, &str) {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn validate_and_chat_take_a_conversation_and_name_each_turn_checked() {
     let server = start(ServerConfig::default(), 8).await;
     let messages = json!([
@@ -97,7 +101,41 @@ async fn validate_and_chat_take_a_conversation_and_name_each_turn_checked() {
     assert_eq!(answer.context[0].content, "What can I do with my bonus?");
 }
 
+/// The API and a file import read conversations with one parser: the same malformed turn gets
+/// the same words from both.
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
+async fn the_api_and_an_import_refuse_a_malformed_turn_with_the_same_error() {
+    let server = start(ServerConfig::default(), 8).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let malformed = [
+        json!([{"role": "user", "content": "hi"}, {"content": "x"}]),
+        json!([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]),
+        json!([{"role": "user", "content": 5}]),
+        json!([{"role": "system", "content": "be kind"}]),
+    ];
+    for (n, messages) in malformed.iter().enumerate() {
+        let body = json!({"user_id": "u", "messages": messages, "turns": "all"});
+        let (status, answer) = post(&server, "/validate", body).await;
+        assert_eq!(status, 400, "{messages}: {answer}");
+        let (_, from_api) = error_of(&answer);
+        let file = dir.path().join(format!("conversation-{n}.jsonl"));
+        std::fs::write(&file, format!("{}\n", json!({"messages": messages}))).expect("write");
+        let rows = aegis_import::read_rows(&file, None).expect("a readable file");
+        assert_eq!(rows.len(), 1, "{messages}");
+        let from_import = rows[0].input.as_ref().expect_err("the turn is refused");
+        assert_eq!(from_import, from_api, "{messages}");
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn bad_turns_are_refused_with_json_naming_the_turn() {
     let server = start(ServerConfig::default(), 8).await;
     let cases = [
@@ -151,6 +189,10 @@ async fn bad_turns_are_refused_with_json_naming_the_turn() {
 /// The README's answer gate: the user's turn is checked, the loaded model answers, the answer is
 /// checked as the assistant's turn in that conversation, and a failed answer is never shown.
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn the_answer_gate_answers_or_rejects_and_never_shows_a_failed_answer() {
     let server = start(ServerConfig::default(), 8).await;
     let (status, gated) = post(
@@ -198,6 +240,10 @@ async fn the_answer_gate_answers_or_rejects_and_never_shows_a_failed_answer() {
 /// the template's control tokens adds their letters, not the tokens, and cannot end the prompt's
 /// turn early.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn control_token_spellings_in_the_context_stay_text_on_the_real_model() {
     use aegis_engine::LanguageModel;
     use aegis_guard::{Guard, GuardInput, Turn, Validator};

@@ -20,6 +20,10 @@ async fn post(server: &TestServer, token: Option<&str>, body: &str) -> (u16, Val
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn feedback_becomes_an_example_behind_the_token() {
     let server = start(
         ServerConfig {
@@ -86,6 +90,10 @@ async fn feedback_becomes_an_example_behind_the_token() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn bad_feedback_is_refused_with_json_and_keeps_nothing() {
     let server = start(ServerConfig::default(), 8).await;
     for (body, status, code) in [

@@ -78,6 +78,10 @@ fn total(samples: &[(String, f64)], name: &str, labels: &[&str]) -> f64 {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn metrics_parse_as_prometheus_text_and_move_with_requests() {
     let router = fake_router(ServerConfig::default()).await;
     let (status, before) = scrape(&router, None).await;
@@ -119,6 +123,10 @@ async fn metrics_parse_as_prometheus_text_and_move_with_requests() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn metrics_need_the_token_when_one_is_set() {
     let router = fake_router(ServerConfig {
         token: Some("s3cret".into()),

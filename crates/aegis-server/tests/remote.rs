@@ -12,6 +12,10 @@ use serde_json::json;
 use crate::common::start_on;
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 async fn a_model_server_that_goes_away_is_reported_and_answered_with_503() {
     let llama = tokio::task::spawn_blocking(LlamaServer::start)
         .await

@@ -24,6 +24,10 @@ fn shipped_guard() -> Guard {
 
 /// Issue 17: ordinary messages to an assistant pass, in both languages.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn ordinary_messages_pass() {
     let guard = shipped_guard();
     for text in [
@@ -47,6 +51,10 @@ fn ordinary_messages_pass() {
 }
 
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_clear_insult_fails_toxic_in_either_language() {
     let guard = shipped_guard();
     for text in [
@@ -67,6 +75,10 @@ fn a_clear_insult_fails_toxic_in_either_language() {
 /// checked together equal their scores checked alone (the engine's own test bounds the encoding
 /// itself; 1e-4 here is that bound carried through a calibrated linear head).
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn batched_head_scores_equal_each_message_alone() {
     let guard = shipped_guard();
     let texts = [
@@ -94,6 +106,10 @@ fn batched_head_scores_equal_each_message_alone() {
 /// A validator without a head is decided by its prompt and reports the prompt's score, beside
 /// head-decided ones that skip their prompts; asking for prompt scores reports both.
 #[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
 fn a_validator_without_a_head_is_decided_by_its_prompt() {
     let shipped = shipped_guard();
     let mut guard = Guard::new(engine(), shipped.validators().to_vec());

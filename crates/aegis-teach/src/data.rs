@@ -2,13 +2,12 @@
 //! taught in history) and the two ways rows are shaped for one validator: a new validator's
 //! negatives, and a learning curve's subset of positives.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use aegis_guard::{LabelledMessage, TAUGHT_ID_PREFIX};
 use aegis_store::StoredExample;
 
-use crate::error::{Result, TeachError};
+use crate::error::Result;
 
 /// The labelled files in a templates folder's `heads/`: those ending in `-holdout.jsonl` are never
 /// trained on (they are the benign check a new head's flips are shown on); the rest are the
@@ -42,41 +41,20 @@ pub fn training_files(templates_dir: &Path) -> TrainingFiles {
     files
 }
 
-/// Labelled rows of JSONL files (the evaluation schema), skipping blank texts and rows whose
-/// `source` is excluded.
+/// Labelled rows of JSONL or CSV files, read as `aegis eval` reads them (a malformed row is an
+/// error naming it), less the rows whose `source` is excluded.
 pub fn read_messages(
     files: &[PathBuf],
     exclude_sources: &[String],
 ) -> Result<Vec<LabelledMessage>> {
     let mut messages = Vec::new();
     for file in files {
-        let read_error = |source| TeachError::Read {
-            path: file.clone(),
-            source,
-        };
-        let reader = std::io::BufReader::new(std::fs::File::open(file).map_err(read_error)?);
-        for (index, line) in reader.lines().enumerate() {
-            let line = line.map_err(|source| TeachError::Read {
-                path: file.clone(),
-                source,
-            })?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let message: LabelledMessage =
-                serde_json::from_str(&line).map_err(|e| TeachError::BadRow {
-                    path: file.clone(),
-                    line: index + 1,
-                    message: e.to_string(),
-                })?;
-            let excluded = message
-                .source
+        let dataset = aegis_eval::Dataset::load(file)?;
+        messages.extend(dataset.rows.into_iter().map(|row| row.message).filter(|m| {
+            m.source
                 .as_ref()
-                .is_some_and(|s| exclude_sources.contains(s));
-            if !excluded && !message.text.trim().is_empty() {
-                messages.push(message);
-            }
-        }
+                .is_none_or(|s| !exclude_sources.contains(s))
+        }));
     }
     Ok(messages)
 }
@@ -152,6 +130,34 @@ mod tests {
             source: Some("s".into()),
             kind: None,
         }
+    }
+
+    /// `aegis train`, Teach and `aegis examples import` read labelled files with `aegis eval`'s
+    /// reader: a CSV gives the rows its JSONL twin gives.
+    #[test]
+    fn a_labelled_csv_reads_as_the_same_rows_as_its_jsonl_twin() -> Result<()> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let csv = dir.path().join("set.csv");
+        std::fs::write(
+            &csv,
+            "id,text,lang,source,spam,toxic\na,\"WIN NOW, click\",en,s1,true,\nb,see you at 5,en,s2,false,false\n",
+        )
+        .expect("write");
+        let jsonl = dir.path().join("set.jsonl");
+        std::fs::write(
+            &jsonl,
+            concat!(
+                "{\"id\":\"a\",\"text\":\"WIN NOW, click\",\"lang\":\"en\",\"source\":\"s1\",\"labels\":{\"spam\":true,\"toxic\":null}}\n",
+                "{\"id\":\"b\",\"text\":\"see you at 5\",\"lang\":\"en\",\"source\":\"s2\",\"labels\":{\"spam\":false,\"toxic\":false}}\n",
+            ),
+        )
+        .expect("write");
+        let from_csv = read_messages(std::slice::from_ref(&csv), &[])?;
+        assert_eq!(from_csv.len(), 2);
+        assert_eq!(from_csv, read_messages(&[jsonl], &[])?);
+        let kept = read_messages(&[csv], &["s1".to_string()])?;
+        assert_eq!(kept.len(), 1, "the excluded source's row is left out");
+        Ok(())
     }
 
     #[test]

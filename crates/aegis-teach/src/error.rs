@@ -10,12 +10,9 @@ pub enum TeachError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} line {line}: not a labelled message ({{\"text\": ..., \"labels\": {{...}}}}): {message}")]
-    BadRow {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
+    /// A labelled file that cannot be read as labelled messages (the reader `aegis eval` uses).
+    #[error(transparent)]
+    Data(#[from] aegis_eval::EvalError),
     #[error("no validator template is called {0:?}")]
     UnknownValidator(String),
     #[error("{0}")]
@@ -35,7 +32,7 @@ pub type Result<T, E = TeachError> = std::result::Result<T, E>;
 impl TeachError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Read { .. } | Self::BadRow { .. } => ErrorKind::File,
+            Self::Read { .. } | Self::Data(_) => ErrorKind::File,
             Self::Invalid(_) | Self::UnknownValidator(_) => ErrorKind::Invalid,
             Self::Cancelled => ErrorKind::Cancelled,
             Self::Store(_) => ErrorKind::Store,
