@@ -351,11 +351,7 @@ pub fn run(args: TrainArgs) -> Result<ExitStatus> {
         let threshold = fitted.threshold;
         let mut trained = fitted.trained;
         trained.head.training.out_of_fold = out_of_fold.as_ref().map(|o| o.run().to_string());
-        let threshold = threshold.or_else(|| {
-            guard
-                .validator(key)
-                .map(|v| f64::from(v.threshold))
-        });
+        let threshold = threshold.or_else(|| guard.validator(key).map(|v| f64::from(v.threshold)));
         for spec in args.reading.iter().filter(|r| &r.validator == key) {
             let head_threshold = threshold.with_context(|| {
                 format!(

@@ -176,13 +176,17 @@ pub fn matmul(
     if rows == 0 {
         return;
     }
+    // The kernels write through a raw pointer on the strength of these two checks, so their
+    // arithmetic is checked too: a stride near `usize::MAX` must not wrap into a small span.
     assert!(
-        lda >= w.inputs && a.len() >= (rows - 1) * lda + w.inputs,
-        "a is too short"
+        lda >= w.inputs && span(rows, lda, w.inputs).is_some_and(|n| a.len() >= n),
+        "a is too short for {rows} rows of {} inputs {lda} apart",
+        w.inputs
     );
     assert!(
-        ldc >= w.outputs && c.len() >= (rows - 1) * ldc + w.outputs,
-        "c is too short"
+        ldc >= w.outputs && span(rows, ldc, w.outputs).is_some_and(|n| c.len() >= n),
+        "c is too short for {rows} rows of {} outputs {ldc} apart",
+        w.outputs
     );
     let out = Output::new(c, ldc, w.outputs);
     let parallel = parallel && rows * w.outputs * w.inputs >= PARALLEL_MIN_MACS;
@@ -275,6 +279,11 @@ pub fn matmul(
     }
 }
 
+/// Elements from the first row's start to the last row's end, `None` where that overflows.
+fn span(rows: usize, stride: usize, width: usize) -> Option<usize> {
+    (rows - 1).checked_mul(stride)?.checked_add(width)
+}
+
 /// Runs `run` over `0..panels`, split in one contiguous share per thread when `parallel`.
 fn split_panels(panels: usize, parallel: bool, run: impl Fn(std::ops::Range<usize>) + Sync) {
     let threads = rayon::current_num_threads().min(panels);
@@ -295,6 +304,34 @@ fn split_panels(panels: usize, parallel: bool, run: impl Fn(std::ops::Range<usiz
 mod tests {
     use super::*;
     use crate::bf16::{bf16_bits, bf16_to_f32};
+
+    /// Regression: the size checks computed `(rows - 1) * ldc + outputs` unchecked, so in a
+    /// release build a huge stride wrapped to a small span and the kernels wrote out of bounds.
+    #[test]
+    #[should_panic(expected = "c is too short")]
+    fn an_output_stride_that_overflows_panics_instead_of_writing() {
+        let matrix = Matrix::from_rows(KernelKind::Portable, &[1.0; 4], 2, 2);
+        let mut c = vec![0.0f32; 4];
+        matmul(&[1.0; 4], 2, 2, &matrix, &mut c, usize::MAX, false);
+    }
+
+    #[test]
+    #[should_panic(expected = "a is too short")]
+    fn an_input_stride_that_overflows_panics_instead_of_reading() {
+        let matrix = Matrix::from_rows(KernelKind::Portable, &[1.0; 4], 2, 2);
+        let mut c = vec![0.0f32; 4];
+        matmul(&[1.0; 4], 2, usize::MAX, &matrix, &mut c, 2, false);
+    }
+
+    #[test]
+    #[should_panic(expected = "c is too short")]
+    fn a_short_output_panics_on_every_kind() {
+        for kind in KernelKind::supported() {
+            let matrix = Matrix::from_rows(kind, &[1.0; 4], 2, 2);
+            let mut c = vec![0.0f32; 3];
+            matmul(&[1.0; 4], 2, 2, &matrix, &mut c, 2, false);
+        }
+    }
 
     pub(super) fn lcg(seed: &mut u64) -> f32 {
         *seed = seed

@@ -19,7 +19,7 @@ pub(super) fn panel(a: &PackedRows, rows: usize, weights: &[u32], panel: usize, 
     let first_column = panel * PANEL;
     let columns = PANEL.min(out.columns - first_column);
     let pairs = a.pairs;
-    debug_assert_eq!(weights.len(), pairs * PANEL);
+    assert_eq!(weights.len(), pairs * PANEL);
     for start in (0..rows).step_by(TILE_ROWS) {
         let block = TILE_ROWS.min(rows - start);
         let a_rows = &a.data[start * pairs..(start + block) * pairs];

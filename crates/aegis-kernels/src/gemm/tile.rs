@@ -37,7 +37,7 @@ pub(crate) fn pack_rows(
     pairs: usize,
     padded_rows: usize,
 ) -> PackedRows {
-    debug_assert!(pairs >= inputs.div_ceil(2) && padded_rows >= rows);
+    assert!(pairs >= inputs.div_ceil(2) && padded_rows >= rows);
     let mut data = vec![0u32; padded_rows * pairs];
     for (row, out) in data.chunks_exact_mut(pairs).take(rows).enumerate() {
         pack_pairs(

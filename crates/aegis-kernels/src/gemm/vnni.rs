@@ -71,8 +71,8 @@ pub(super) unsafe fn run_tiles(
     let first_column = panel * PANEL;
     let columns = PANEL.min(out.columns - first_column);
     let (weights, scales, offsets) = matrix.panel_parts(panel);
-    debug_assert_eq!(weights.len(), a.quads * PANEL);
-    debug_assert_eq!(scales.len(), a.blocks * PANEL);
+    assert_eq!(weights.len(), a.quads * PANEL);
+    assert_eq!(scales.len(), a.blocks * PANEL);
     for start in (0..rows).step_by(INT8_TILE_ROWS) {
         let height = INT8_TILE_ROWS.min(rows - start);
         let a_rows = &a.data[start * a.quads..(start + height) * a.quads];

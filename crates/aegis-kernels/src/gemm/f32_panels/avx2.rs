@@ -16,8 +16,9 @@ pub(super) fn available() -> bool {
 }
 
 pub(super) fn tile(tile: &Tile, out: Output) {
-    debug_assert!(tile.rows <= TILE_ROWS && tile.weights.len() == tile.inputs * PANEL);
-    debug_assert!(tile.a.len() >= (tile.rows - 1) * tile.lda + tile.inputs);
+    // The unsafe loads below rely on these, so they hold in release builds too (once a tile).
+    assert!(tile.rows <= TILE_ROWS && tile.weights.len() == tile.inputs * PANEL);
+    assert!(tile.rows >= 1 && tile.a.len() >= (tile.rows - 1) * tile.lda + tile.inputs);
     let mut sums = [[0f32; PANEL]; TILE_ROWS];
     // SAFETY: `run_panels` calls this only when `available()` said the CPU has AVX2 and FMA;
     // `rows` rows of `inputs` values `lda` apart lie in `a`, and `inputs` inputs of `PANEL`
