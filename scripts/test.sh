@@ -27,6 +27,8 @@ bash scripts/build-ui.sh
 cargo fmt --all -- --check
 # No two source files import each other, directly or round a loop.
 python3 scripts/import-cycles.py
+# The user guide builds and every link in it and the README resolves.
+bash scripts/check-docs.sh
 (cd ui && npm run --silent check && npm test --silent)
 # The product's `aegis` leaves the research commands out: it must not link aegis-adapt.
 if cargo tree --locked -p aegis-cli -e normal --prefix none | grep -q '^aegis-adapt '; then
