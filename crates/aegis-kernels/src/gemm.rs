@@ -30,7 +30,7 @@ use f32_panels::F32Matrix;
 use int8::Int8Matrix;
 pub use kind::{KernelKind, KERNELS_OFF_ENV};
 pub use tile::BLOCK as INT8_BLOCK;
-use tile::{pack_rows, Output, Source, AMX_TILE};
+use tile::{pack_rows, span, Output, Source, AMX_TILE};
 
 /// Below this many multiply-adds a product runs on the calling thread: splitting costs more.
 const PARALLEL_MIN_MACS: usize = 1 << 20;
@@ -66,20 +66,21 @@ impl std::fmt::Debug for Matrix {
 impl Matrix {
     /// From a linear layer's weight, `[outputs, inputs]` row-major (`y = x · Wᵀ`).
     pub fn from_rows(kind: KernelKind, weight: &[f32], outputs: usize, inputs: usize) -> Self {
-        assert_eq!(
-            weight.len(),
-            outputs * inputs,
-            "weight is not {outputs} x {inputs}"
+        // Checked, as every size here: a product that wraps would let a short slice through.
+        assert!(
+            outputs.checked_mul(inputs) == Some(weight.len()),
+            "weight of {} values is not {outputs} x {inputs}",
+            weight.len()
         );
         Self::pack(kind, outputs, inputs, Source::Rows(weight))
     }
 
     /// From `m`, `[inputs, outputs]` row-major (`y = x · m`): attention's values.
     pub fn from_columns(kind: KernelKind, m: &[f32], inputs: usize, outputs: usize) -> Self {
-        assert_eq!(
-            m.len(),
-            outputs * inputs,
-            "matrix is not {inputs} x {outputs}"
+        assert!(
+            outputs.checked_mul(inputs) == Some(m.len()),
+            "matrix of {} values is not {inputs} x {outputs}",
+            m.len()
         );
         Self::pack(kind, outputs, inputs, Source::Columns(m))
     }
@@ -89,14 +90,17 @@ impl Matrix {
     pub fn stacked(kind: KernelKind, weights: &[(&[f32], usize)], inputs: usize) -> Self {
         let mut rows = Vec::new();
         for (weight, outputs) in weights {
-            assert_eq!(
-                weight.len(),
-                outputs * inputs,
-                "weight is not {outputs} x {inputs}"
+            assert!(
+                outputs.checked_mul(inputs) == Some(weight.len()),
+                "weight of {} values is not {outputs} x {inputs}",
+                weight.len()
             );
             rows.extend_from_slice(weight);
         }
-        let outputs = weights.iter().map(|(_, o)| o).sum();
+        let outputs = weights
+            .iter()
+            .try_fold(0usize, |sum, (_, o)| sum.checked_add(*o))
+            .unwrap_or_else(|| panic!("the stacked layers' outputs overflow usize"));
         Self::from_rows(kind, &rows, outputs, inputs)
     }
 
@@ -164,6 +168,10 @@ impl Matrix {
 /// `c[r, o] = Σ_i a[r, i] · W[o, i]` for `rows` rows of `a` (row stride `lda`) into `c` (row
 /// stride `ldc`), only the matrix's `outputs` columns written, by the kernel `w` was packed for.
 /// `parallel` lets it use rayon's threads when the product is large enough to repay them.
+///
+/// # Panics
+/// Where `a` does not hold `rows` rows of the matrix's inputs `lda` apart, or `c` as many of its
+/// outputs `ldc` apart (a span too large for `usize` holds nothing).
 pub fn matmul(
     a: &[f32],
     rows: usize,
@@ -189,7 +197,8 @@ pub fn matmul(
         w.outputs
     );
     let out = Output::new(c, ldc, w.outputs);
-    let parallel = parallel && rows * w.outputs * w.inputs >= PARALLEL_MIN_MACS;
+    let macs = rows.saturating_mul(w.outputs).saturating_mul(w.inputs);
+    let parallel = parallel && macs >= PARALLEL_MIN_MACS;
     match &w.layout {
         Layout::Bf16(matrix) => {
             // A kind is a request, not a promise: safe code can pack for `Avx512Bf16` on any
@@ -209,13 +218,21 @@ pub fn matmul(
             split_panels(matrix.panels(), parallel, |panels| {
                 #[cfg(target_arch = "x86_64")]
                 if tiles {
-                    amx::panels(&packed, rows, &matrix.data, panels, out);
+                    // SAFETY: `tiles` only where `available()` said AMX-BF16 is granted.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        amx::panels(&packed, rows, &matrix.data, panels, out)
+                    };
                     return;
                 }
                 for panel in panels {
                     #[cfg(target_arch = "x86_64")]
                     if fast {
-                        avx512::panel(&packed, rows, matrix.panel(panel), panel, out);
+                        // SAFETY: `fast` only where `available()` said AVX-512 BF16.
+                        #[allow(unsafe_code)]
+                        unsafe {
+                            avx512::panel(&packed, rows, matrix.panel(panel), panel, out)
+                        };
                         continue;
                     }
                     let _ = (tiles, fast);
@@ -227,7 +244,11 @@ pub fn matmul(
             // Only `Avx2Fma` packs this layout; without AVX2 its plain tile runs.
             let fast = w.kind.available();
             split_panels(matrix.panels(), parallel, |panels| {
-                f32_panels::run_panels(fast, a, rows, lda, matrix, panels, out);
+                // SAFETY: `fast` only where `available()` said AVX2 and FMA.
+                #[allow(unsafe_code)]
+                unsafe {
+                    f32_panels::run_panels(fast, a, rows, lda, matrix, panels, out)
+                };
             });
         }
         Layout::Int8(matrix) => {
@@ -257,13 +278,21 @@ pub fn matmul(
             split_panels(matrix.panels(), parallel, |panels| {
                 #[cfg(target_arch = "x86_64")]
                 if tiles {
-                    amx_int8::panels(&quantized, rows, matrix, panels, out);
+                    // SAFETY: `tiles` only where `available()` said AMX-INT8 is granted.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        amx_int8::panels(&quantized, rows, matrix, panels, out)
+                    };
                     return;
                 }
                 for panel in panels {
                     #[cfg(target_arch = "x86_64")]
                     if wide {
-                        vnni::panel(&quantized, rows, matrix, panel, out);
+                        // SAFETY: `wide` only where `available()` said AVX-512 VNNI.
+                        #[allow(unsafe_code)]
+                        unsafe {
+                            vnni::panel(&quantized, rows, matrix, panel, out)
+                        };
                         continue;
                     }
                     #[cfg(target_arch = "x86_64")]
@@ -277,11 +306,6 @@ pub fn matmul(
             });
         }
     }
-}
-
-/// Elements from the first row's start to the last row's end, `None` where that overflows.
-fn span(rows: usize, stride: usize, width: usize) -> Option<usize> {
-    (rows - 1).checked_mul(stride)?.checked_add(width)
 }
 
 /// Runs `run` over `0..panels`, split in one contiguous share per thread when `parallel`.
@@ -323,13 +347,80 @@ mod tests {
         matmul(&[1.0; 4], 2, usize::MAX, &matrix, &mut c, 2, false);
     }
 
+    /// The message `run` panics with; a test failure where it returns.
+    pub(super) fn panic_message(run: impl FnOnce()) -> String {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .expect_err("expected a panic");
+        match payload.downcast::<String>() {
+            Ok(message) => *message,
+            Err(payload) => payload
+                .downcast_ref::<&str>()
+                .map_or_else(String::new, |m| (*m).to_owned()),
+        }
+    }
+
     #[test]
-    #[should_panic(expected = "c is too short")]
-    fn a_short_output_panics_on_every_kind() {
-        for kind in KernelKind::supported() {
+    fn sizes_that_overflow_or_fall_short_panic_on_every_kind_before_anything_is_written() {
+        // Strides whose span wraps past `usize::MAX` to a few elements (1 · MAX + 2 and 2 · 2^63
+        // + 2 on 64 bits), and buffers one element short; any kind packs and runs on any CPU.
+        let half = usize::MAX / 2 + 1;
+        for kind in KernelKind::ALL {
             let matrix = Matrix::from_rows(kind, &[1.0; 4], 2, 2);
-            let mut c = vec![0.0f32; 3];
-            matmul(&[1.0; 4], 2, 2, &matrix, &mut c, 2, false);
+            for (rows, lda, ldc, c_len, expected) in [
+                (2, 2, usize::MAX, 4, "c is too short"),
+                (3, 2, half, 6, "c is too short"),
+                (2, usize::MAX, 2, 4, "a is too short"),
+                (3, half, 2, 6, "a is too short"),
+                (2, 2, 2, 3, "c is too short"),
+                (2, 3, 2, 4, "a is too short"),
+            ] {
+                let a = vec![1.0f32; 2 * rows];
+                let mut c = vec![7.0f32; c_len];
+                let message = panic_message(|| matmul(&a, rows, lda, &matrix, &mut c, ldc, false));
+                assert!(
+                    message.starts_with(expected),
+                    "{kind:?}, {rows} rows, lda {lda}, ldc {ldc}: {message}"
+                );
+                assert!(c.iter().all(|&x| x == 7.0), "{kind:?}: c written");
+            }
+        }
+    }
+
+    /// Regression: `outputs * inputs` was unchecked, so in a release build a size that wrapped to
+    /// 0 let an empty weight through, packed into a buffer whose size wrapped alike.
+    #[test]
+    #[should_panic(expected = "weight of 0 values is not")]
+    fn a_weight_whose_size_overflows_panics_instead_of_packing() {
+        Matrix::from_rows(KernelKind::Avx2Fma, &[], usize::MAX / 2 + 1, 2);
+    }
+
+    #[test]
+    fn every_way_to_make_a_matrix_checks_its_sizes_without_overflow() {
+        let (half, empty): (usize, &[f32]) = (usize::MAX / 2 + 1, &[]);
+        for kind in KernelKind::ALL {
+            let stacked_sum = || {
+                drop(Matrix::stacked(kind, &[(empty, usize::MAX), (empty, 1)], 0));
+            };
+            for (message, expected) in [
+                (
+                    panic_message(|| drop(Matrix::from_rows(kind, empty, half, 2))),
+                    "weight of 0 values is not",
+                ),
+                (
+                    panic_message(|| drop(Matrix::from_columns(kind, empty, 2, half))),
+                    "matrix of 0 values is not",
+                ),
+                (
+                    panic_message(|| drop(Matrix::stacked(kind, &[(empty, half)], 2))),
+                    "weight of 0 values is not",
+                ),
+                (
+                    panic_message(stacked_sum),
+                    "the stacked layers' outputs overflow usize",
+                ),
+            ] {
+                assert!(message.starts_with(expected), "{kind:?}: {message}");
+            }
         }
     }
 

@@ -95,12 +95,13 @@ pub(super) trait Tiles {
     /// Tile `tile` from 16 rows of 64 bytes, `stride` bytes apart, at `from`.
     ///
     /// # Safety
-    /// The 16 rows are readable.
+    /// The 16 rows (64 bytes at `from + k * stride`, `k` below 16) are readable.
     unsafe fn load(&mut self, tile: usize, from: *const u8, stride: usize);
     /// Tile `tile` to 16 rows of 64 bytes, `stride` bytes apart, at `to`.
     ///
     /// # Safety
-    /// The 16 rows are writable and no one else's.
+    /// The 16 rows (64 bytes at `to + k * stride`, `k` below 16) are writable and no one
+    /// else's.
     unsafe fn store(&mut self, tile: usize, to: *mut u8, stride: usize);
     /// Tile `tile` to zeros.
     fn zero(&mut self, tile: usize);
@@ -117,11 +118,16 @@ pub(super) trait Tiles {
 pub(super) struct Amx(());
 
 impl Amx {
+    /// The tiles configured as [`TileConfig::whole_tiles`] has them.
+    ///
     /// # Safety
-    /// [`available`] or [`int8_available`] said yes.
+    /// [`available`] or [`int8_available`] said yes: the CPU has the tiles and Linux granted
+    /// their state to this process.
     pub(super) unsafe fn configure() -> Self {
         let config = TileConfig::whole_tiles();
-        asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly));
+        // SAFETY: the instruction exists and may run (the caller's promise); it reads the 64
+        // bytes of `config`, a valid palette-1 configuration.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
         Self(())
     }
 }
@@ -152,28 +158,44 @@ macro_rules! on_tile {
 }
 
 impl Tiles for Amx {
+    /// `tileloadd`.
+    ///
+    /// # Safety
+    /// As [`Tiles::load`] says.
     #[inline(always)]
     unsafe fn load(&mut self, tile: usize, from: *const u8, stride: usize) {
-        on_tile!(
-            tile,
-            "tileloadd ",
-            ", [{from} + {stride} * 1]",
-            from = in(reg) from,
-            stride = in(reg) stride,
-            options(nostack, readonly)
-        );
+        // SAFETY: `Amx` exists only once configured, every tile 16 rows of 64 bytes; those rows
+        // are readable at `from` (the caller's promise).
+        unsafe {
+            on_tile!(
+                tile,
+                "tileloadd ",
+                ", [{from} + {stride} * 1]",
+                from = in(reg) from,
+                stride = in(reg) stride,
+                options(nostack, readonly)
+            )
+        };
     }
 
+    /// `tilestored`.
+    ///
+    /// # Safety
+    /// As [`Tiles::store`] says.
     #[inline(always)]
     unsafe fn store(&mut self, tile: usize, to: *mut u8, stride: usize) {
-        on_tile!(
-            tile,
-            "tilestored [{to} + {stride} * 1], ",
-            "",
-            to = in(reg) to,
-            stride = in(reg) stride,
-            options(nostack)
-        );
+        // SAFETY: `Amx` exists only once configured, every tile 16 rows of 64 bytes; those rows
+        // are writable at `to` and no one else's (the caller's promise).
+        unsafe {
+            on_tile!(
+                tile,
+                "tilestored [{to} + {stride} * 1], ",
+                "",
+                to = in(reg) to,
+                stride = in(reg) stride,
+                options(nostack)
+            )
+        };
     }
 
     #[inline(always)]
@@ -237,17 +259,27 @@ impl Emulated {
 
 #[cfg(test)]
 impl Tiles for Emulated {
+    /// # Safety
+    /// As [`Tiles::load`] says.
     unsafe fn load(&mut self, tile: usize, from: *const u8, stride: usize) {
         for row in 0..TILE {
-            let source = std::slice::from_raw_parts(from.add(row * stride), TILE_ROW_BYTES);
+            // SAFETY: row `row < 16` is 64 readable bytes at `from + row * stride` (the
+            // caller's promise).
+            let source =
+                unsafe { std::slice::from_raw_parts(from.add(row * stride), TILE_ROW_BYTES) };
             self.tiles[tile][row * TILE_ROW_BYTES..(row + 1) * TILE_ROW_BYTES]
                 .copy_from_slice(source);
         }
     }
 
+    /// # Safety
+    /// As [`Tiles::store`] says.
     unsafe fn store(&mut self, tile: usize, to: *mut u8, stride: usize) {
         for row in 0..TILE {
-            let target = std::slice::from_raw_parts_mut(to.add(row * stride), TILE_ROW_BYTES);
+            // SAFETY: row `row < 16` is 64 writable bytes at `to + row * stride`, no one
+            // else's (the caller's promise).
+            let target =
+                unsafe { std::slice::from_raw_parts_mut(to.add(row * stride), TILE_ROW_BYTES) };
             target.copy_from_slice(
                 &self.tiles[tile][row * TILE_ROW_BYTES..(row + 1) * TILE_ROW_BYTES],
             );
@@ -313,14 +345,17 @@ impl TileConfig {
 /// Panels `panels` of the product on this CPU's tiles, whose packed weights are `pairs *
 /// PANEL` apart in `weights`. `a` holds `rows` rounded up to a multiple of [`TILE`] rows, and its
 /// pairs (a multiple of [`TILE`]) are the weights' pairs.
-pub(super) fn panels(
+///
+/// # Safety
+/// [`available`] said yes. (The sizes are checked in [`panels_on`].)
+pub(super) unsafe fn panels(
     a: &PackedRows,
     rows: usize,
     weights: &[u32],
     panels: std::ops::Range<usize>,
     out: Output,
 ) {
-    // SAFETY: `matmul` runs this only where `available()` said yes.
+    // SAFETY: `available()` said yes (the caller's promise).
     let mut tiles = unsafe { Amx::configure() };
     panels_on(&mut tiles, a, rows, weights, panels, out);
 }
@@ -336,12 +371,19 @@ pub(super) fn panels_on(
 ) {
     let pairs = a.pairs;
     let panel_len = pairs * PANEL;
+    // The tiles load through raw pointers on the strength of these, in checked arithmetic.
     assert!(
-        pairs.is_multiple_of(TILE) && weights.len() >= panels.end * panel_len,
+        pairs.is_multiple_of(TILE)
+            && panels
+                .end
+                .checked_mul(panel_len)
+                .is_some_and(|n| weights.len() >= n),
         "the AMX layout pads pairs to whole tiles"
     );
     assert!(
-        a.data.len() >= rows.next_multiple_of(TILE) * pairs,
+        rows.checked_next_multiple_of(TILE)
+            .and_then(|padded| padded.checked_mul(pairs))
+            .is_some_and(|n| a.data.len() >= n),
         "the AMX layout pads rows to whole tiles"
     );
     let (a_stride, w_stride) = (pairs * 4, PANEL * 4);
@@ -398,7 +440,8 @@ pub(super) fn panels_on(
 /// accumulators 0–1 and, with two row tiles, 2–3. A constant count, so every tile number is one.
 ///
 /// # Safety
-/// The tiles readable: 16 rows each, `a_stride` and `w_stride` bytes apart.
+/// The tiles readable: `ROW_TILES` tiles of `a` and two of weights as above, each 16 rows of 64
+/// bytes, `a_stride` and `w_stride` bytes apart.
 #[inline(always)]
 unsafe fn step_on<const ROW_TILES: usize>(
     tiles: &mut impl Tiles,
@@ -408,10 +451,12 @@ unsafe fn step_on<const ROW_TILES: usize>(
     w_stride: usize,
 ) {
     for (half, &w) in W_TILES.iter().enumerate() {
-        tiles.load(w, w_tile.add(TILE * half).cast(), w_stride);
+        // SAFETY: the weights' column half `half` is a readable tile (the caller's promise).
+        unsafe { tiles.load(w, w_tile.add(TILE * half).cast(), w_stride) };
     }
     for (r, &tile) in A_TILES.iter().enumerate().take(ROW_TILES) {
-        tiles.load(tile, a_tile.byte_add(TILE * r * a_stride).cast(), a_stride);
+        // SAFETY: `a`'s row tile `r < ROW_TILES` is a readable tile (the caller's promise).
+        unsafe { tiles.load(tile, a_tile.byte_add(TILE * r * a_stride).cast(), a_stride) };
         for (half, &w) in W_TILES.iter().enumerate() {
             tiles.dot(ACCUMULATORS[2 * r + half], tile, w);
         }
@@ -423,7 +468,9 @@ unsafe fn step_on<const ROW_TILES: usize>(
 /// through a scratch tile, so nothing past `c`'s valid part is written.
 ///
 /// # Safety
-/// `out` as `matmul` checked it, `row < rows`, and the columns this panel's alone.
+/// `out` as `matmul` checked it, holding `rows` rows; `row < rows`; and the columns from
+/// `column`, `valid_columns` of them (16 at most are written), within `out.columns` and this
+/// panel's alone.
 unsafe fn write(
     tiles: &mut impl Tiles,
     tile: usize,
@@ -439,17 +486,26 @@ unsafe fn write(
     }
     let height = TILE.min(rows - row);
     if height == TILE && width == TILE {
-        let at = out.ptr().add(row * out.ldc + column);
-        tiles.store(tile, at.cast(), out.ldc * 4);
+        // SAFETY: rows `row` to `row + 16` lie within `rows`, and their 16 columns from `column`
+        // within the valid ones, this panel's alone (the caller's promise).
+        unsafe {
+            let at = out.ptr().add(row * out.ldc + column);
+            tiles.store(tile, at.cast(), out.ldc * 4);
+        }
         return;
     }
     let mut scratch = [0f32; TILE * TILE];
-    tiles.store(tile, scratch.as_mut_ptr().cast(), TILE_ROW_BYTES);
-    for r in 0..height {
-        std::ptr::copy_nonoverlapping(
-            scratch.as_ptr().add(r * TILE),
-            out.ptr().add((row + r) * out.ldc + column),
-            width,
-        );
+    // SAFETY: `scratch` is 16 rows of 64 bytes, ours.
+    unsafe { tiles.store(tile, scratch.as_mut_ptr().cast(), TILE_ROW_BYTES) };
+    for (r, scratch_row) in scratch.chunks_exact(TILE).take(height).enumerate() {
+        // SAFETY: row `row + r` lies within `rows`, and its `width` columns from `column` within
+        // the valid ones, this panel's alone (the caller's promise).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                scratch_row.as_ptr(),
+                out.ptr().add((row + r) * out.ldc + column),
+                width,
+            )
+        };
     }
 }

@@ -22,14 +22,17 @@ use super::tile::{Output, AMX_TILE as TILE, BLOCK_QUADS, PANEL};
 
 /// Panels `panels` of the product on this CPU's tiles. `a` holds `rows` rounded up to a multiple
 /// of [`TILE`] rows.
-pub(super) fn panels(
+///
+/// # Safety
+/// `amx::int8_available()` said yes. (The sizes are checked in [`panels_on`].)
+pub(super) unsafe fn panels(
     a: &QuantizedRows,
     rows: usize,
     matrix: &Int8Matrix,
     panels: std::ops::Range<usize>,
     out: Output,
 ) {
-    // SAFETY: `matmul` runs this only where `int8_available()` said yes.
+    // SAFETY: `int8_available()` said yes (the caller's promise).
     let mut tiles = unsafe { Amx::configure() };
     panels_on(&mut tiles, a, rows, matrix, panels, out);
 }
@@ -43,8 +46,14 @@ pub(super) fn panels_on(
     panels: std::ops::Range<usize>,
     out: Output,
 ) {
+    // The tiles load through raw pointers on the strength of this, in checked arithmetic.
     assert!(
-        a.quads == matrix.quads() && a.data.len() >= rows.next_multiple_of(TILE) * a.quads,
+        a.quads == matrix.quads()
+            && a.blocks == matrix.blocks()
+            && rows
+                .checked_next_multiple_of(TILE)
+                .and_then(|padded| padded.checked_mul(a.quads))
+                .is_some_and(|n| a.data.len() >= n),
         "the AMX int8 layout pads rows to whole tiles"
     );
     let (a_stride, w_stride) = (a.quads * 4, PANEL * 4);
@@ -142,6 +151,9 @@ fn add_sums(totals: &mut [f32], sums: &[i32], weight_scales: &[f32], row_scale: 
 
 /// [`add_sums`] compiled for AVX-512F and FMA, so the 16 lanes are one vector each way (the same
 /// operations, so the same bits).
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA.
 #[target_feature(enable = "avx512f,fma")]
 unsafe fn add_sums_avx512(totals: &mut [f32], sums: &[i32], weight_scales: &[f32], row_scale: f32) {
     add_sums(totals, sums, weight_scales, row_scale);

@@ -1,6 +1,6 @@
 //! The bf16 weight layout the AVX-512 BF16, AMX and portable kernels read.
 
-use super::tile::{Source, PANEL};
+use super::tile::{elements, Source, PANEL};
 use crate::bf16::{bf16_bits, pack_pairs};
 
 /// The bf16 layout: panels of [`PANEL`] outputs; within a panel, for each pair of inputs
@@ -18,7 +18,7 @@ pub(super) struct Bf16Matrix {
 impl Bf16Matrix {
     pub(super) fn pack(outputs: usize, inputs: usize, pairs: usize, source: Source) -> Self {
         let panels = outputs.div_ceil(PANEL);
-        let mut data = vec![0u32; panels * pairs * PANEL];
+        let mut data = vec![0u32; elements(&[panels, pairs, PANEL])];
         let used_pairs = inputs.div_ceil(2);
         // Pairs past the inputs' and outputs past the last stay zero. Each source is read in
         // its own memory order (attention packs its keys and values per block of queries, so

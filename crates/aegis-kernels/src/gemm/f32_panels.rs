@@ -8,7 +8,7 @@
 mod avx2;
 mod tile;
 
-use super::tile::Output;
+use super::tile::{elements, Output};
 use tile::{Tile, PANEL, TILE_ROWS};
 
 /// Rows of `a` a thread runs its panels over before moving on: 96 rows of the widest input
@@ -28,7 +28,7 @@ pub(crate) struct F32Matrix {
 impl F32Matrix {
     pub(crate) fn pack(outputs: usize, inputs: usize, at: impl Fn(usize, usize) -> f32) -> Self {
         let panels = outputs.div_ceil(PANEL);
-        let mut data = vec![0f32; panels * inputs * PANEL];
+        let mut data = vec![0f32; elements(&[panels, inputs, PANEL])];
         for (panel, block) in data.chunks_exact_mut(inputs * PANEL).enumerate() {
             for (input, lanes) in block.chunks_exact_mut(PANEL).enumerate() {
                 for (lane, value) in lanes.iter_mut().enumerate() {
@@ -68,9 +68,13 @@ pub(crate) fn avx2_available() -> bool {
     }
 }
 
-/// `panels` of `w` over every row of `a` (row stride `lda`) into `out`, on AVX2 when `fast` (the
-/// caller has checked the CPU), else in plain Rust.
-pub(crate) fn run_panels(
+/// `panels` of `w` over every row of `a` (row stride `lda`) into `out`, on AVX2 when `fast`, else
+/// in plain Rust.
+///
+/// # Safety
+/// Where `fast`, the CPU has AVX2 and FMA.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn run_panels(
     fast: bool,
     a: &[f32],
     rows: usize,
@@ -97,7 +101,8 @@ pub(crate) fn run_panels(
                 };
                 #[cfg(target_arch = "x86_64")]
                 if fast {
-                    avx2::tile(&tile, out);
+                    // SAFETY: `fast` only where the CPU has AVX2 and FMA (the caller's promise).
+                    unsafe { avx2::tile(&tile, out) };
                     continue;
                 }
                 let _ = fast;
@@ -153,7 +158,11 @@ mod tests {
         for fast in ways {
             let mut c = vec![9f32; rows * ldc];
             let out = Output::new(&mut c, ldc, outputs);
-            run_panels(fast, &a, rows, lda, &matrix, 0..matrix.panels(), out);
+            // SAFETY: `fast` only where `avx2_available()` said yes.
+            #[allow(unsafe_code)]
+            unsafe {
+                run_panels(fast, &a, rows, lda, &matrix, 0..matrix.panels(), out)
+            };
             for r in 0..rows {
                 for o in 0..outputs {
                     let want: f64 = (0..inputs)
@@ -170,5 +179,36 @@ mod tests {
                     .all(|&x| x == 9.0));
             }
         }
+    }
+
+    /// The AVX2 tile's loads rely on its own size checks, which hold in release builds too and
+    /// are checked arithmetic: rows `usize::MAX` apart overrun `a` rather than wrap into it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[allow(unsafe_code)]
+    fn the_avx2_tile_refuses_rows_that_overrun_a_before_loading_them() {
+        if !avx2_available() {
+            return;
+        }
+        let matrix = F32Matrix::pack(2, 2, |_, _| 1.0);
+        let a = [1.0f32; 4];
+        let mut c = [7.0f32; 4];
+        let out = Output::new(&mut c, 2, 2);
+        let tile = Tile {
+            a: &a,
+            lda: usize::MAX,
+            inputs: 2,
+            weights: matrix.panel(0),
+            rows: 2,
+            row: 0,
+            first_column: 0,
+            columns: 2,
+        };
+        let message = crate::gemm::tests::panic_message(|| {
+            // SAFETY: the CPU has AVX2 and FMA, checked above.
+            unsafe { avx2::tile(&tile, out) }
+        });
+        assert_eq!(message, "the tile's rows overrun a");
+        assert_eq!(c, [7.0; 4]);
     }
 }

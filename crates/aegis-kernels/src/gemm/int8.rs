@@ -16,7 +16,7 @@
 
 use rayon::prelude::*;
 
-use super::tile::{Output, PANEL};
+use super::tile::{elements, Output, PANEL};
 pub(crate) use super::tile::{BLOCK, BLOCK_QUADS, QUAD, ZERO_POINT};
 
 /// Weights as panels of [`PANEL`] outputs; within a panel, for each quad of inputs
@@ -40,10 +40,10 @@ impl Int8Matrix {
         let blocks = inputs.div_ceil(BLOCK);
         let quads = blocks * BLOCK_QUADS;
         let panels = outputs.div_ceil(PANEL);
-        let mut data = vec![0u32; panels * quads * PANEL];
-        let mut scales = vec![0f32; panels * blocks * PANEL];
-        let mut offsets = vec![0i32; panels * blocks * PANEL];
-        let mut weights = vec![0f32; blocks * BLOCK];
+        let mut data = vec![0u32; elements(&[panels, quads, PANEL])];
+        let mut scales = vec![0f32; elements(&[panels, blocks, PANEL])];
+        let mut offsets = vec![0i32; elements(&[panels, blocks, PANEL])];
+        let mut weights = vec![0f32; elements(&[blocks, BLOCK])];
         let mut bytes = [0i8; BLOCK];
         for o in 0..outputs {
             for (i, w) in weights.iter_mut().enumerate().take(inputs) {
@@ -176,8 +176,8 @@ pub(crate) fn quantize_rows(
     let blocks = inputs.div_ceil(BLOCK);
     let quads = blocks * BLOCK_QUADS;
     // Padding inputs meet zero weights: any byte will do; the zero point keeps them honest.
-    let mut bytes = vec![ZERO_POINT as u8; rows.max(padded_rows) * quads * QUAD];
-    let mut scales = vec![0f32; rows.max(padded_rows) * blocks];
+    let mut bytes = vec![ZERO_POINT as u8; elements(&[rows.max(padded_rows), quads, QUAD])];
+    let mut scales = vec![0f32; elements(&[rows.max(padded_rows), blocks])];
     let quantize = |(row, (out, scales)): (usize, (&mut [u8], &mut [f32]))| {
         quantize_row(
             &a[row * lda..row * lda + inputs],

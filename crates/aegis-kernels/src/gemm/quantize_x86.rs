@@ -26,6 +26,8 @@ pub(super) fn quantize_row(row: &[f32], out: &mut [u8], scales: &mut [f32], wide
     false
 }
 
+/// # Safety
+/// The CPU has AVX-512F; `out` is at least as long as `row`.
 #[target_feature(enable = "avx512f")]
 unsafe fn quantize_row_avx512(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
     use std::arch::x86_64::{
@@ -44,19 +46,25 @@ unsafe fn quantize_row_avx512(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
         };
         let mut largest = _mm512_set1_ps(0.0);
         for at in (block..end).step_by(LANES) {
-            let v = _mm512_maskz_loadu_ps(mask(at), row.as_ptr().add(at));
+            // SAFETY: the mask loads only `row`'s values from `at < end` up to `end`.
+            let v = unsafe { _mm512_maskz_loadu_ps(mask(at), row.as_ptr().add(at)) };
             largest = _mm512_max_ps(largest, _mm512_abs_ps(v));
         }
         let largest = _mm512_reduce_max_ps(largest);
         let inverse = _mm512_set1_ps(if largest > 0.0 { 127.0 / largest } else { 0.0 });
         for at in (block..end).step_by(LANES) {
-            let v = _mm512_maskz_loadu_ps(mask(at), row.as_ptr().add(at));
+            // SAFETY: as above.
+            let v = unsafe { _mm512_maskz_loadu_ps(mask(at), row.as_ptr().add(at)) };
             let shifted = _mm512_add_ps(_mm512_mul_ps(v, inverse), shift);
             let q = _mm512_min_epi32(
                 _mm512_max_epi32(_mm512_cvttps_epi32(shifted), lowest),
                 highest,
             );
-            _mm512_mask_cvtepi32_storeu_epi8(out.as_mut_ptr().add(at).cast(), mask(at), q);
+            // SAFETY: the mask writes only bytes from `at` up to `end`, within `row`'s length and
+            // so `out`'s (the caller's promise).
+            unsafe {
+                _mm512_mask_cvtepi32_storeu_epi8(out.as_mut_ptr().add(at).cast(), mask(at), q)
+            };
         }
         *scale = largest / 127.0;
     }
@@ -64,6 +72,9 @@ unsafe fn quantize_row_avx512(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
 
 /// Whole steps of 8 on AVX2; a block's last few inputs (a row not a multiple of 8 long) in
 /// scalar code doing the same operations.
+///
+/// # Safety
+/// The CPU has AVX2; `out` is at least as long as `row`.
 #[target_feature(enable = "avx2")]
 unsafe fn quantize_row_avx2(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
     use std::arch::x86_64::{
@@ -84,11 +95,13 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
         let whole = block + (end - block) / LANES * LANES;
         let mut largest = _mm256_set1_ps(0.0);
         for at in (block..whole).step_by(LANES) {
-            let v = _mm256_loadu_ps(row.as_ptr().add(at));
+            // SAFETY: `at + 8 <= whole <= row.len()`.
+            let v = unsafe { _mm256_loadu_ps(row.as_ptr().add(at)) };
             largest = _mm256_max_ps(largest, _mm256_and_ps(v, magnitude));
         }
         let mut lanes = [0f32; LANES];
-        _mm256_storeu_ps(lanes.as_mut_ptr(), largest);
+        // SAFETY: `lanes` is 8 f32 of ours.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), largest) };
         let largest = row[whole..end]
             .iter()
             .fold(lanes.into_iter().fold(0f32, f32::max), |m, v| {
@@ -97,7 +110,8 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
         let inverse = if largest > 0.0 { 127.0 / largest } else { 0.0 };
         let inverse_lanes = _mm256_set1_ps(inverse);
         for at in (block..whole).step_by(LANES) {
-            let v = _mm256_loadu_ps(row.as_ptr().add(at));
+            // SAFETY: as above.
+            let v = unsafe { _mm256_loadu_ps(row.as_ptr().add(at)) };
             let shifted = _mm256_add_ps(_mm256_mul_ps(v, inverse_lanes), shift);
             let q = _mm256_min_epi32(
                 _mm256_max_epi32(_mm256_cvttps_epi32(shifted), lowest),
@@ -106,7 +120,9 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [u8], scales: &mut [f32]) {
             // 1..=255 in each lane: the packs' saturation changes nothing.
             let words = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
             let bytes = _mm_packus_epi16(words, words);
-            _mm_storel_epi64(out.as_mut_ptr().add(at).cast(), bytes);
+            // SAFETY: 8 bytes from `at`, `at + 8 <= row.len() <= out.len()` (the caller's
+            // promise).
+            unsafe { _mm_storel_epi64(out.as_mut_ptr().add(at).cast(), bytes) };
         }
         for at in whole..end {
             out[at] = scalar(row[at], inverse);

@@ -37,8 +37,9 @@ pub(crate) fn pack_rows(
     pairs: usize,
     padded_rows: usize,
 ) -> PackedRows {
+    // The AVX-512 and AMX kernels read these rows through raw pointers.
     assert!(pairs >= inputs.div_ceil(2) && padded_rows >= rows);
-    let mut data = vec![0u32; padded_rows * pairs];
+    let mut data = vec![0u32; elements(&[padded_rows, pairs])];
     for (row, out) in data.chunks_exact_mut(pairs).take(rows).enumerate() {
         pack_pairs(
             &a[row * lda..row * lda + inputs],
@@ -48,8 +49,30 @@ pub(crate) fn pack_rows(
     PackedRows { data, pairs }
 }
 
+/// Elements from the first of `rows` rows' start (`rows` at least 1) to the last one's end, rows
+/// `stride` apart and `width` wide; `None` where that overflows `usize`. The size checks that
+/// unsafe code relies on use it, so a stride near `usize::MAX` cannot wrap into a small span.
+pub(crate) fn span(rows: usize, stride: usize, width: usize) -> Option<usize> {
+    (rows - 1).checked_mul(stride)?.checked_add(width)
+}
+
+/// The length of a buffer of `dimensions`, their product; a panic where it overflows `usize`.
+/// Every packed buffer is allocated through it, so a size too large to hold panics here rather
+/// than wrapping to a short buffer whose bounds, computed the same way, would wrap to match.
+pub(crate) fn elements(dimensions: &[usize]) -> usize {
+    dimensions
+        .iter()
+        .try_fold(1usize, |product, &d| product.checked_mul(d))
+        .unwrap_or_else(|| panic!("a buffer of {dimensions:?} elements overflows usize"))
+}
+
 /// Where a tile writes: `c` as a raw pointer so threads can share it. Each thread writes only its
 /// own panels' columns, so no two threads ever touch the same element.
+///
+/// The tiles write through the pointer on the strength of what `matmul` checked before making
+/// one: `c` holds the product's rows `ldc` apart with `columns` written in each, and outlives
+/// every tile (rayon's scope joins the threads before `matmul` returns). Tests that make one
+/// directly keep the same promise.
 #[derive(Clone, Copy)]
 pub(crate) struct Output {
     ptr: *mut f32,
@@ -61,6 +84,7 @@ pub(crate) struct Output {
 // return before they finish (rayon's scope joins them).
 #[allow(unsafe_code)]
 unsafe impl Send for Output {}
+// SAFETY: as for `Send`: sharing one between threads gives each only its own columns to write.
 #[allow(unsafe_code)]
 unsafe impl Sync for Output {}
 
@@ -85,4 +109,23 @@ impl Output {
 pub(crate) enum Source<'a> {
     Rows(&'a [f32]),
     Columns(&'a [f32]),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_and_sizes_that_overflow_are_caught_not_wrapped() {
+        assert_eq!(span(3, 4, 2), Some(10));
+        assert_eq!(span(1, usize::MAX, 5), Some(5));
+        assert_eq!(span(2, usize::MAX, 2), None);
+        assert_eq!(span(3, usize::MAX / 2 + 1, 2), None);
+        assert_eq!(elements(&[3, 0, usize::MAX]), 0);
+        assert_eq!(elements(&[2, 16, 5]), 160);
+        let message = crate::gemm::tests::panic_message(|| {
+            elements(&[usize::MAX / 32 + 1, 2, 16]);
+        });
+        assert!(message.ends_with("overflows usize"), "{message}");
+    }
 }

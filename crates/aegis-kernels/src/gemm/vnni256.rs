@@ -52,6 +52,10 @@ macro_rules! tile_for {
         /// Up to `ROWS` rows by one panel: each half panel's block sums start at minus the
         /// block's offsets, and at the block's end are scaled and added to the totals in one
         /// fused multiply-add, as the portable tile does it.
+        ///
+        /// # Safety
+        /// As a [`Tile`] is called: the CPU has the features the encoding is compiled for, and
+        /// the inputs and output hold what the tile reads and writes for `ROWS` rows.
         #[target_feature(enable = $features)]
         unsafe fn $name<const ROWS: usize>(t: TileInputs, c: *mut f32, ldc: usize, columns: usize) {
             for first in [0, HALF] {
@@ -61,29 +65,48 @@ macro_rules! tile_for {
                 let mut total: [[__m256; 2]; ROWS] = [[_mm256_setzero_ps(); 2]; ROWS];
                 for block in 0..t.blocks {
                     let at = block * PANEL + first;
-                    let start = [
-                        _mm256_loadu_si256(t.offsets.add(at).cast::<__m256i>()),
-                        _mm256_loadu_si256(t.offsets.add(at + LANES).cast::<__m256i>()),
-                    ];
+                    // SAFETY: block `block < blocks` has its `PANEL` offsets at `block * PANEL`
+                    // (the caller's promise, as for the scales below); this half's two vectors
+                    // start `first` (0 or `HALF`) into them.
+                    let start = unsafe {
+                        [
+                            _mm256_loadu_si256(t.offsets.add(at).cast::<__m256i>()),
+                            _mm256_loadu_si256(t.offsets.add(at + LANES).cast::<__m256i>()),
+                        ]
+                    };
                     let mut sums: [[__m256i; 2]; ROWS] = [start; ROWS];
                     for quad in block * BLOCK_QUADS..(block + 1) * BLOCK_QUADS {
-                        let w = t.weights.add(quad * PANEL + first);
-                        let w = [
-                            _mm256_loadu_si256(w.cast::<__m256i>()),
-                            _mm256_loadu_si256(w.add(LANES).cast::<__m256i>()),
-                        ];
+                        // SAFETY: quad `quad < blocks * BLOCK_QUADS = quads` has its `PANEL`
+                        // weights at `quad * PANEL` (the caller's promise); this half's two
+                        // vectors start `first` into them.
+                        let w = unsafe {
+                            let w = t.weights.add(quad * PANEL + first);
+                            [
+                                _mm256_loadu_si256(w.cast::<__m256i>()),
+                                _mm256_loadu_si256(w.add(LANES).cast::<__m256i>()),
+                            ]
+                        };
                         for (r, sums) in sums.iter_mut().enumerate() {
-                            let x = _mm256_set1_epi32(*t.a.add(r * t.quads + quad) as i32);
+                            // SAFETY: row `r < ROWS`, quad `quad < quads`: within the tile's
+                            // rows.
+                            let quad_bytes = unsafe { *t.a.add(r * t.quads + quad) };
+                            let x = _mm256_set1_epi32(quad_bytes as i32);
                             sums[0] = $dpbusd(sums[0], x, w[0]);
                             sums[1] = $dpbusd(sums[1], x, w[1]);
                         }
                     }
-                    let scales = [
-                        _mm256_loadu_ps(t.scales.add(at)),
-                        _mm256_loadu_ps(t.scales.add(at + LANES)),
-                    ];
+                    // SAFETY: as the offsets above.
+                    let scales = unsafe {
+                        [
+                            _mm256_loadu_ps(t.scales.add(at)),
+                            _mm256_loadu_ps(t.scales.add(at + LANES)),
+                        ]
+                    };
                     for (r, (total, sums)) in total.iter_mut().zip(&sums).enumerate() {
-                        let row_scale = _mm256_set1_ps(*t.row_scales.add(r * t.blocks + block));
+                        // SAFETY: row `r < ROWS`, block `block < blocks`: within the tile's
+                        // rows' scales.
+                        let scale = unsafe { *t.row_scales.add(r * t.blocks + block) };
+                        let row_scale = _mm256_set1_ps(scale);
                         for half in 0..2 {
                             total[half] = _mm256_fmadd_ps(
                                 _mm256_cvtepi32_ps(sums[half]),
@@ -94,7 +117,6 @@ macro_rules! tile_for {
                     }
                 }
                 for (r, total) in total.iter().enumerate() {
-                    let row = c.add(r * ldc);
                     for (k, &value) in total.iter().enumerate() {
                         let column = first + k * LANES;
                         // Only formed when those columns exist: a pointer past the buffer is
@@ -102,14 +124,20 @@ macro_rules! tile_for {
                         if columns <= column {
                             break;
                         }
-                        let at = row.add(column);
                         let count = columns - column;
-                        if count >= LANES {
-                            _mm256_storeu_ps(at, value);
-                        } else {
-                            let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-                            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(count as i32), lane);
-                            _mm256_maskstore_ps(at, mask, value);
+                        // SAFETY: row `r < ROWS` has `columns` writable f32 at `r * ldc` (the
+                        // caller's promise), of which this writes `count.min(LANES)` from column
+                        // `column < columns`.
+                        unsafe {
+                            let at = c.add(r * ldc + column);
+                            if count >= LANES {
+                                _mm256_storeu_ps(at, value);
+                            } else {
+                                let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                                let mask =
+                                    _mm256_cmpgt_epi32(_mm256_set1_epi32(count as i32), lane);
+                                _mm256_maskstore_ps(at, mask, value);
+                            }
                         }
                     }
                 }

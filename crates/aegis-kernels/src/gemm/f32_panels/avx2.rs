@@ -9,27 +9,33 @@ use std::arch::x86_64::{
 };
 
 use super::tile::{Tile, PANEL, TILE_ROWS};
-use crate::gemm::tile::Output;
+use crate::gemm::tile::{span, Output};
 
 pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-pub(super) fn tile(tile: &Tile, out: Output) {
-    // The unsafe loads below rely on these, so they hold in release builds too (once a tile).
-    assert!(tile.rows <= TILE_ROWS && tile.weights.len() == tile.inputs * PANEL);
-    assert!(tile.rows >= 1 && tile.a.len() >= (tile.rows - 1) * tile.lda + tile.inputs);
+/// # Safety
+/// The CPU has AVX2 and FMA. (The tile's sizes are checked here.)
+pub(super) unsafe fn tile(tile: &Tile, out: Output) {
+    // The unsafe loads below rely on these, so they hold in release builds too (once a tile),
+    // and the span is checked arithmetic, as `matmul`'s is.
+    assert!(tile.rows <= TILE_ROWS && tile.inputs.checked_mul(PANEL) == Some(tile.weights.len()));
+    assert!(
+        tile.rows >= 1 && span(tile.rows, tile.lda, tile.inputs).is_some_and(|n| tile.a.len() >= n),
+        "the tile's rows overrun a"
+    );
     let mut sums = [[0f32; PANEL]; TILE_ROWS];
-    // SAFETY: `run_panels` calls this only when `available()` said the CPU has AVX2 and FMA;
-    // `rows` rows of `inputs` values `lda` apart lie in `a`, and `inputs` inputs of `PANEL`
-    // weights in `weights` (checked above and by `matmul`); the sums go to a local array.
+    let (a, w, lda, inputs) = (
+        tile.a.as_ptr(),
+        tile.weights.as_ptr(),
+        tile.lda,
+        tile.inputs,
+    );
+    // SAFETY: the CPU has AVX2 and FMA (the caller's promise); `rows` rows of `inputs` values
+    // `lda` apart lie in `a`, and `inputs` inputs of `PANEL` weights in `weights` (asserted
+    // above); the sums go to a local array.
     unsafe {
-        let (a, w, lda, inputs) = (
-            tile.a.as_ptr(),
-            tile.weights.as_ptr(),
-            tile.lda,
-            tile.inputs,
-        );
         match tile.rows {
             6 => products::<6>(a, lda, inputs, w, &mut sums),
             5 => products::<5>(a, lda, inputs, w, &mut sums),
@@ -42,6 +48,11 @@ pub(super) fn tile(tile: &Tile, out: Output) {
     tile.write(&sums, out);
 }
 
+/// `ROWS` rows of `a` times one panel of weights, into the first `ROWS` rows of `sums`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `a` is readable for `ROWS` rows of `inputs` f32 `lda` apart, and
+/// `weights` for `inputs * PANEL` f32.
 #[target_feature(enable = "avx2,fma")]
 unsafe fn products<const ROWS: usize>(
     a: *const f32,
@@ -53,16 +64,24 @@ unsafe fn products<const ROWS: usize>(
     let mut low: [__m256; ROWS] = [_mm256_setzero_ps(); ROWS];
     let mut high: [__m256; ROWS] = [_mm256_setzero_ps(); ROWS];
     for input in 0..inputs {
-        let w = weights.add(input * PANEL);
-        let (w_low, w_high) = (_mm256_loadu_ps(w), _mm256_loadu_ps(w.add(8)));
+        // SAFETY: input `input < inputs` has its `PANEL` weights, two vectors, at `input *
+        // PANEL` (the caller's promise).
+        let (w_low, w_high) = unsafe {
+            let w = weights.add(input * PANEL);
+            (_mm256_loadu_ps(w), _mm256_loadu_ps(w.add(8)))
+        };
         for r in 0..ROWS {
-            let x = _mm256_broadcast_ss(&*a.add(r * lda + input));
+            // SAFETY: row `r < ROWS`, input `input < inputs`: within `a` (the caller's promise).
+            let x = _mm256_broadcast_ss(unsafe { &*a.add(r * lda + input) });
             low[r] = _mm256_fmadd_ps(x, w_low, low[r]);
             high[r] = _mm256_fmadd_ps(x, w_high, high[r]);
         }
     }
     for r in 0..ROWS {
-        _mm256_storeu_ps(sums[r].as_mut_ptr(), low[r]);
-        _mm256_storeu_ps(sums[r].as_mut_ptr().add(8), high[r]);
+        // SAFETY: `sums[r]` is `PANEL` (16) f32 of ours: two vectors.
+        unsafe {
+            _mm256_storeu_ps(sums[r].as_mut_ptr(), low[r]);
+            _mm256_storeu_ps(sums[r].as_mut_ptr().add(8), high[r]);
+        }
     }
 }
