@@ -5,7 +5,7 @@
 # (AEGIS_TOOLS_DIR, default ~/.cache/aegis/tools); the book is built into a temporary folder.
 #
 #     bash scripts/check-docs.sh
-#     OUT=/tmp/aegis-guide bash scripts/check-docs.sh    # keep the built book there to read it
+#     AEGIS_GUIDE_OUT=/tmp/aegis-guide bash scripts/check-docs.sh    # keep the built book there to read it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=0.5.4
@@ -15,8 +15,9 @@ if ! "$mdbook" --version 2>/dev/null | grep -qx "mdbook v$version"; then
   echo "check-docs: installing mdbook $version into $tools (once; about 10 minutes on two cores)" >&2
   cargo install mdbook --version "$version" --locked --root "$tools" --quiet
 fi
-if [[ -n "${OUT:-}" ]]; then
-  out="$OUT"
+if [[ -n "${AEGIS_GUIDE_OUT:-}" ]]; then
+  mkdir -p "$AEGIS_GUIDE_OUT"
+  out=$(cd "$AEGIS_GUIDE_OUT" && pwd)
 else
   out=$(mktemp -d)
   trap 'rm -rf "$out"' EXIT
