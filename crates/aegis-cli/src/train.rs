@@ -140,7 +140,13 @@ impl From<ValidationArg> for Validation {
 /// Without a terminal (a log, CI) the bar is hidden, so progress is printed as lines this often.
 const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
 
-pub fn run(args: TrainArgs) -> Result<ExitStatus> {
+pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
+    // A head learns from features its encoder computes; int8's rounding (what `auto` picks on a
+    // CPU with VNNI) would make what it learns depend on the CPU it was trained on, and the
+    // shipped heads keep their verdicts on int8 because they were trained without it.
+    if args.guard.encoder_weights.trim() == "auto" {
+        args.guard.encoder_weights = "precise".into();
+    }
     anyhow::ensure!(
         args.alpha.is_none_or(|a| a.is_finite() && a > 0.0),
         "--alpha must be a positive number"

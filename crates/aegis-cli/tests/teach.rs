@@ -444,8 +444,22 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
     )
     .expect("copy template");
     let prompts = prompts.to_str().expect("path");
-    // The Teach view's end-to-end sample: benign chat and the shipped validators' positives.
-    let data = repo_root().join("ui/e2e/fixtures/teach-data.jsonl");
+    // The Teach view's end-to-end sample (benign chat and the shipped validators' positives)
+    // less its three stock and forex tips: those are on the topic of easy money, so whether one
+    // of them scores near the promotions (and silences the warning) is a question of a few
+    // rows' scores, which the CPU's arithmetic moves. Without them, nothing passing is close.
+    let sample = std::fs::read_to_string(repo_root().join("ui/e2e/fixtures/teach-data.jsonl"))
+        .expect("sample");
+    let data = dir.path().join("data.jsonl");
+    std::fs::write(
+        &data,
+        sample
+            .lines()
+            .filter(|line| !line.contains("\"financial_advice\": true"))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>(),
+    )
+    .expect("write");
     let import = |file: &Path| {
         let out = examples(
             db,
@@ -481,7 +495,8 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
     import(&gambling.join("positives.jsonl"));
     let alone = train();
     assert!(
-        alone.contains("may have learned the topic, not the policy"),
+        alone
+            .contains("may have learned the topic, not the policy: no passing example scores near"),
         "{alone}"
     );
 

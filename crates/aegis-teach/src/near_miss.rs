@@ -134,6 +134,13 @@ pub fn topic_warning(
         .filter(|(_, &violates)| !violates)
         .map(|(&s, _)| s)
         .fold(0.0_f64, f64::max);
+    tracing::debug!(
+        nearest_passing,
+        violating_median = median,
+        threshold,
+        near_misses,
+        "topic warning's inputs"
+    );
     if near_misses >= MIN_NEAR_MISSES {
         return None;
     }
