@@ -379,8 +379,7 @@ impl Console {
                 .into_iter()
                 .map(|m| (m.text, "benign pool".to_string())),
         );
-        let (pool, labelled) =
-            aegis_teach::suggestion_pool(self.store(), &dir, &validator, pool, true).await?;
+        let pool = aegis_teach::suggestion_pool(self.store(), &dir, &validator, pool, true).await?;
         if pool.is_empty() {
             return Err(ConsoleError::Invalid(
                 "no messages to choose from: point at a file of messages, or check some first"
@@ -398,7 +397,6 @@ impl Console {
             let request = aegis_teach::SuggestRequest {
                 key: &validator,
                 pool,
-                labelled,
                 cache: Some(&cache),
                 wanted: wanted.clamp(1, MAX_SUGGESTIONS),
                 head: trained.as_ref(),

@@ -440,7 +440,7 @@ fn suggest(
     }
     let prompts = guard_args.prompts_dir()?;
     let with_history = from.is_empty();
-    let (pool, labelled) = with_store(db, |store| async move {
+    let pool = with_store(db, |store| async move {
         Ok(aegis_teach::suggestion_pool(&store, &prompts, key, pool, with_history).await?)
     })?;
     anyhow::ensure!(
@@ -460,7 +460,6 @@ fn suggest(
         aegis_teach::SuggestRequest {
             key,
             pool,
-            labelled,
             cache: Some(&cache),
             wanted,
             head: None,
@@ -474,6 +473,7 @@ fn suggest(
             let why = match s.reason {
                 aegis_teach::SuggestionReason::Unsure => "unsure",
                 aegis_teach::SuggestionReason::HighestUnlabelled => "high",
+                aegis_teach::SuggestionReason::NearYourExamples => "alike",
             };
             println!("{:.3}  {why:<6}  {}", s.score, s.text.replace('\n', " "));
         }

@@ -81,6 +81,11 @@ pub struct TrainArgs {
     /// measured by nested cross-validation, and write it into the template's front matter.
     #[arg(long)]
     pub tune_thresholds: bool,
+    /// Decide at this threshold instead of the tuned one: a place on the trade-off table that
+    /// training with --examples prints (what it catches of your violating examples against the
+    /// near misses and benign rows it flags). One validator at a time.
+    #[arg(long, value_name = "THRESHOLD")]
+    pub threshold: Option<f64>,
     /// Share of benign rows a tuned threshold may flag (default: the shipped heads' budget).
     #[arg(long, default_value_t = aegis_teach::BENIGN_BUDGET)]
     pub benign_budget: f64,
@@ -150,6 +155,14 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
     anyhow::ensure!(
         args.alpha.is_none_or(|a| a.is_finite() && a > 0.0),
         "--alpha must be a positive number"
+    );
+    anyhow::ensure!(
+        args.threshold.is_none_or(|t| t > 0.0 && t < 1.0),
+        "--threshold must be between 0 and 1"
+    );
+    anyhow::ensure!(
+        args.threshold.is_none() || args.validators.len() == 1,
+        "--threshold places one validator's line: name that one validator"
     );
     let mut messages = read_messages(&args.data, &args.exclude_source)?;
     if args.from_reviews {
@@ -354,8 +367,13 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         if let Some(warning) = &fitted.topic_warning {
             eprintln!("warning: {key}: {warning}");
         }
-        let threshold = fitted.threshold;
+        let threshold = args.threshold.or(fitted.threshold);
+        let trade_off = fitted.trade_off;
         let mut trained = fitted.trained;
+        if let Some(placed) = args.threshold {
+            eprintln!("{key}: deciding at {placed:.3}, as --threshold places it");
+            trained.head.training.threshold = Some(placed);
+        }
         trained.head.training.out_of_fold = out_of_fold.as_ref().map(|o| o.run().to_string());
         let threshold = threshold.or_else(|| guard.validator(key).map(|v| f64::from(v.threshold)));
         for spec in args.reading.iter().filter(|r| &r.validator == key) {
@@ -385,7 +403,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         if let Some(threshold) = threshold {
             print_sources(&trained, threshold);
             if args.examples {
-                print_author_figures(key, &usable, &trained, threshold);
+                print_author_figures(key, &usable, &trained, threshold, &trade_off);
             }
         }
         if args.dry_run {

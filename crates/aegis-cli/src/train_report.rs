@@ -149,6 +149,7 @@ pub(crate) fn print_author_figures(
     usable: &[aegis_guard::LabelledMessage],
     trained: &ValidatorTraining,
     threshold: f64,
+    trade_off: &[aegis_teach::LinePoint],
 ) {
     let figures = aegis_teach::author_figures(key, usable, &trained.chosen.out_of_fold, threshold);
     if let Some(why) = &figures.too_few {
@@ -164,4 +165,32 @@ pub(crate) fn print_author_figures(
         percent(figures.recall),
         percent(figures.passing_flagged),
     );
+    print_trade_off(key, trade_off, threshold);
+}
+
+/// Where else the line could go: a dozen places along the curve, evenly by rank, with the
+/// chosen line marked.
+fn print_trade_off(key: &str, curve: &[aegis_teach::LinePoint], threshold: f64) {
+    const SHOWN: usize = 12;
+    if curve.is_empty() {
+        return;
+    }
+    let percent = |share: Option<f64>| share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
+    eprintln!("{key}: the line elsewhere, on your examples out of fold (--threshold places it):");
+    eprintln!("  threshold  caught  near misses flagged  benign flagged");
+    let step = curve.len().div_ceil(SHOWN).max(1);
+    for (i, point) in curve.iter().enumerate() {
+        let chosen = point.threshold == threshold;
+        if i % step != 0 && !chosen {
+            continue;
+        }
+        eprintln!(
+            "  {:>9.3}  {:>6}  {:>19}  {:>14}{}",
+            point.threshold,
+            percent(Some(point.recall)),
+            percent(point.near_misses_flagged),
+            percent(point.benign_flagged),
+            if chosen { "  <- chosen" } else { "" }
+        );
+    }
 }

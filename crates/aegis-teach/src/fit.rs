@@ -88,6 +88,9 @@ pub struct TeachFigures {
     /// Why the head may have learned the validator's topic rather than its policy (no passing
     /// example near the violating ones), and what to teach; `None` when they come near.
     pub topic_warning: Option<String>,
+    /// Where the line could go instead, and what each place catches and flags of the author's
+    /// examples and the benign rows (out of fold), lowest threshold first.
+    pub trade_off: Vec<crate::LinePoint>,
     pub alpha: f64,
     pub layers: String,
     /// Messages the model had to encode (the rest came from the feature cache).
@@ -237,6 +240,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         near_miss_threshold: fitted.near_miss,
         taught_still_wrong,
         topic_warning: fitted.topic_warning,
+        trade_off: fitted.trade_off,
         alpha: trained.head.training.alpha,
         layers: trained.head.features.label(),
         encoded,

@@ -34,14 +34,17 @@ pub struct FittedValidator {
     pub trained: ValidatorTraining,
     /// What the benign budget chose, when one was asked for and the data has benign rows.
     pub budget: Option<BudgetChoice>,
-    /// The line the author's examples draw ([`crate::near_miss_threshold`]), when a budget was
-    /// asked for and enough near misses are taught.
+    /// The line the author's examples draw ([`crate::near_miss_threshold`], held down to where
+    /// [`crate::AUTHOR_RECALL_FLOOR`] of their violating examples still fail out of fold), when a
+    /// budget was asked for and enough near misses are taught.
     pub near_miss: Option<f64>,
     /// The higher of the two, to three decimals as templates write it; `None` when no budget was
     /// asked for.
     pub threshold: Option<f64>,
     /// Why the head may have learned the topic rather than the policy.
     pub topic_warning: Option<String>,
+    /// What each place of the line would catch and flag on the author's examples, out of fold.
+    pub trade_off: Vec<crate::LinePoint>,
 }
 
 impl FittedValidator {
@@ -79,9 +82,20 @@ pub fn fit_validator(
             3,
         )
     });
-    let near_miss = benign_budget.and_then(|_| {
-        crate::near_miss::near_miss_threshold(key, messages, &trained.chosen.out_of_fold)
-    });
+    let out_of_fold = &trained.chosen.out_of_fold;
+    let near_miss = benign_budget
+        .and_then(|_| crate::near_miss::near_miss_threshold(key, messages, out_of_fold))
+        .map(|line| {
+            // Mid-gap between the author's own examples is a line their phrasing drew; where it
+            // lets more than a tenth of them pass out of fold, the next violation will pass too.
+            crate::trade_off::recall_ceiling(
+                key,
+                messages,
+                out_of_fold,
+                crate::near_miss::MIN_NEAR_MISSES,
+            )
+            .map_or(line, |ceiling| line.min(ceiling))
+        });
     let threshold =
         crate::near_miss::higher_threshold(budget.as_ref().map(|c| c.threshold), near_miss)
             .map(|t| (t * 1000.0).round() / 1000.0);
@@ -92,11 +106,14 @@ pub fn fit_validator(
         threshold,
         crate::near_miss::taught_near_misses(key, messages),
     );
+    let trade_off =
+        crate::trade_off::trade_off(key, messages, &trained.chosen.out_of_fold, &trained.benign);
     Ok(FittedValidator {
         trained,
         budget,
         near_miss,
         threshold,
         topic_warning,
+        trade_off,
     })
 }

@@ -12,6 +12,7 @@ mod fit;
 mod fit_validator;
 mod near_miss;
 mod suggest;
+mod trade_off;
 mod versions;
 
 pub use adapter::{adapter_path, apply_adapter, AdapterRecord};
@@ -23,7 +24,10 @@ pub use data::{
 };
 pub use error::{Result, TeachError};
 pub use near_miss::{topic_warning, NEAR_MISS_BUDGET};
-pub use suggest::{suggest, suggestion_pool, SuggestRequest, Suggestion, SuggestionReason};
+pub use suggest::{
+    suggest, suggestion_pool, SuggestRequest, Suggestion, SuggestionPool, SuggestionReason,
+};
+pub use trade_off::{line_at, trade_off, LinePoint, AUTHOR_RECALL_FLOOR};
 
 /// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for

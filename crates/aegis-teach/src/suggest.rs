@@ -2,7 +2,10 @@
 //! on violating examples and unrelated negatives is sure of the wrong things; what teaches it the
 //! policy is a label on the messages it is least sure of (scores near its threshold) and on the
 //! highest-scoring messages no one has labelled (where a topic-only head's false positives
-//! live), as Prodigy's `textcat.teach` and Argilla's loops choose them.
+//! live), as Prodigy's `textcat.teach` and Argilla's loops choose them. A head taught from one
+//! author's phrasing also misses violations phrased otherwise, which score low and sit nowhere
+//! near its threshold: the messages closest to the author's violating examples in the head's
+//! own feature space that it lets pass are where those are, and labelling them widens recall.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -40,15 +43,33 @@ pub enum SuggestionReason {
     Unsure,
     /// Among the highest scores no label has confirmed: a false positive would be here.
     HighestUnlabelled,
+    /// Passes, but reads most like the author's violating examples: a violation phrased
+    /// differently would be here.
+    NearYourExamples,
+}
+
+/// The messages a validator could be taught next, and what the author has taught it.
+#[derive(Debug, Clone, Default)]
+pub struct SuggestionPool {
+    /// Candidate messages and where each came from; duplicates and labelled ones are dropped.
+    pub candidates: Vec<(String, String)>,
+    /// Texts already labelled for the validator (taught examples, the training files).
+    pub labelled: HashSet<String>,
+    /// The author's taught violating examples: candidates that read like them but pass are
+    /// suggested too.
+    pub violating: Vec<String>,
+}
+
+impl SuggestionPool {
+    pub fn is_empty(&self) -> bool {
+        self.candidates.is_empty()
+    }
 }
 
 /// What to suggest from.
 pub struct SuggestRequest<'a> {
     pub key: &'a str,
-    /// Candidate messages and where each came from; duplicates and labelled ones are dropped.
-    pub pool: Vec<(String, String)>,
-    /// Texts already labelled for the validator (taught examples, the training files).
-    pub labelled: HashSet<String>,
+    pub pool: SuggestionPool,
     pub cache: Option<&'a FeatureCache>,
     /// How many to suggest.
     pub wanted: usize,
@@ -68,16 +89,20 @@ pub async fn suggestion_pool(
     key: &str,
     mut pool: Vec<(String, String)>,
     with_history: bool,
-) -> Result<(Vec<(String, String)>, HashSet<String>)> {
+) -> Result<SuggestionPool> {
     if with_history {
         let recent = store
             .list(&HistoryFilter::default(), None, HISTORY_POOL)
             .await?;
         pool.extend(recent.rows.into_iter().map(|r| (r.text, "history".into())));
     }
-    let mut labelled: HashSet<String> = store
-        .examples(Some(key))
-        .await?
+    let taught = store.examples(Some(key)).await?;
+    let violating = taught
+        .iter()
+        .filter(|e| e.violates && !e.pending)
+        .map(|e| e.text.trim().to_string())
+        .collect();
+    let mut labelled: HashSet<String> = taught
         .into_iter()
         .map(|e| e.text.trim().to_string())
         .collect();
@@ -88,12 +113,17 @@ pub async fn suggestion_pool(
             .filter(|m| m.label(key).is_some())
             .map(|m| m.text.trim().to_string()),
     );
-    Ok((pool, labelled))
+    Ok(SuggestionPool {
+        candidates: pool,
+        labelled,
+        violating,
+    })
 }
 
 /// The `wanted` messages of the pool to label next, scored by the request's head (the live one
-/// by default): half the least sure (nearest its threshold, or 0.5 when that threshold is
-/// degenerate), half the highest-scoring, alternating.
+/// by default), taking turns: the least sure (nearest its threshold, or 0.5 when that threshold
+/// is degenerate), the highest-scoring, and (when the author taught violating examples) the
+/// passing one that reads most like them.
 pub fn suggest(
     guard: &Guard,
     request: SuggestRequest,
@@ -123,19 +153,24 @@ pub fn suggest(
     } else {
         threshold
     };
+    let pool = request.pool;
     let mut seen = HashSet::new();
-    let pool: Vec<(String, String)> = request
-        .pool
+    let candidates: Vec<(String, String)> = pool
+        .candidates
         .into_iter()
         .map(|(text, from)| (text.trim().to_string(), from))
         .filter(|(text, _)| {
-            !text.is_empty() && !request.labelled.contains(text) && seen.insert(text.clone())
+            !text.is_empty() && !pool.labelled.contains(text) && seen.insert(text.clone())
         })
         .collect();
     let layers = head.features.layers.clone();
     let depth = depth_to_read(head);
-    let texts: Vec<&str> = pool.iter().map(|(t, _)| t.as_str()).collect();
-    let (features, _) = read_features(
+    let texts: Vec<&str> = candidates
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .chain(pool.violating.iter().map(String::as_str))
+        .collect();
+    let (mut features, _) = read_features(
         guard,
         &texts,
         request.cache,
@@ -144,61 +179,114 @@ pub fn suggest(
         "scoring candidates",
         progress,
     )?;
-    let scored: Vec<(String, String, f64)> = pool
+    let violating: Vec<Vec<f32>> = features
+        .split_off(candidates.len())
+        .into_iter()
+        .flatten()
+        .map(|f| unit(f.input(&layers)))
+        .collect();
+    let scored: Vec<Candidate> = candidates
         .into_iter()
         .zip(features)
-        .filter_map(|((text, from), f)| Some((text, from, score(head, &f?, &layers)?)))
+        .filter_map(|((text, from), f)| {
+            let f = f?;
+            let score = score(head, &f, &layers)?;
+            let input = unit(f.input(&layers));
+            let likeness = violating
+                .iter()
+                .map(|v| dot(v, &input))
+                .max_by(f32::total_cmp)
+                .map(f64::from);
+            Some(Candidate {
+                text,
+                from,
+                score,
+                likeness,
+            })
+        })
         .collect();
     Ok(choose(scored, boundary, threshold, request.wanted))
 }
 
-/// Alternates the least sure (nearest `boundary`) and the highest-scoring, never one twice; each
-/// says whether it fails at `threshold`, the line the head decides at.
-fn choose(
-    scored: Vec<(String, String, f64)>,
-    boundary: f64,
-    threshold: f64,
-    wanted: usize,
-) -> Vec<Suggestion> {
+/// A pool message, scored.
+struct Candidate {
+    text: String,
+    from: String,
+    score: f64,
+    /// Cosine similarity, in the head's input space, to the nearest of the author's violating
+    /// examples; none when the author taught none.
+    likeness: Option<f64>,
+}
+
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Takes turns between the least sure (nearest `boundary`), the highest-scoring and, where
+/// likeness is known, the passing ones most like the author's violating examples, never one
+/// twice; each says whether it fails at `threshold`, the line the head decides at.
+fn choose(scored: Vec<Candidate>, boundary: f64, threshold: f64, wanted: usize) -> Vec<Suggestion> {
     let mut by_doubt: Vec<usize> = (0..scored.len()).collect();
     by_doubt.sort_by(|&a, &b| {
-        (scored[a].2 - boundary)
+        (scored[a].score - boundary)
             .abs()
-            .total_cmp(&(scored[b].2 - boundary).abs())
+            .total_cmp(&(scored[b].score - boundary).abs())
     });
     let mut by_score: Vec<usize> = (0..scored.len()).collect();
-    by_score.sort_by(|&a, &b| scored[b].2.total_cmp(&scored[a].2));
+    by_score.sort_by(|&a, &b| scored[b].score.total_cmp(&scored[a].score));
+    let mut by_likeness: Vec<(usize, f64)> = scored
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.score < threshold)
+        .filter_map(|(i, c)| Some((i, c.likeness?)))
+        .collect();
+    by_likeness.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let turns: &[SuggestionReason] = if by_likeness.is_empty() {
+        &[
+            SuggestionReason::Unsure,
+            SuggestionReason::HighestUnlabelled,
+        ]
+    } else {
+        &[
+            SuggestionReason::Unsure,
+            SuggestionReason::HighestUnlabelled,
+            SuggestionReason::NearYourExamples,
+        ]
+    };
     let mut taken = vec![false; scored.len()];
     let mut chosen = Vec::with_capacity(wanted.min(scored.len()));
-    let (mut doubt, mut high) = (by_doubt.into_iter(), by_score.into_iter());
+    let mut doubt = by_doubt.into_iter();
+    let mut high = by_score.into_iter();
+    let mut alike = by_likeness.into_iter().map(|(i, _)| i);
     while chosen.len() < wanted.min(scored.len()) {
-        let unsure_turn = chosen.len() % 2 == 0;
-        let (next, reason) = if unsure_turn {
-            (doubt.find(|&i| !taken[i]), SuggestionReason::Unsure)
-        } else {
-            (
-                high.find(|&i| !taken[i]),
-                SuggestionReason::HighestUnlabelled,
-            )
+        let reason = turns[chosen.len() % turns.len()];
+        let next = match reason {
+            SuggestionReason::Unsure => doubt.find(|&i| !taken[i]),
+            SuggestionReason::HighestUnlabelled => high.find(|&i| !taken[i]),
+            SuggestionReason::NearYourExamples => alike.find(|&i| !taken[i]),
         };
-        // One list ran dry of untaken messages: the other has the rest.
-        let (next, reason) = match next {
-            Some(i) => (i, reason),
-            None => match doubt
-                .find(|&i| !taken[i])
-                .or_else(|| high.find(|&i| !taken[i]))
-            {
-                Some(i) => (i, reason),
-                None => break,
-            },
+        // One list ran dry of untaken messages: the others have the rest.
+        let Some(next) = next
+            .or_else(|| doubt.find(|&i| !taken[i]))
+            .or_else(|| high.find(|&i| !taken[i]))
+        else {
+            break;
         };
         taken[next] = true;
-        let (text, from, score) = &scored[next];
+        let c = &scored[next];
         chosen.push(Suggestion {
-            text: text.clone(),
-            from: from.clone(),
-            score: *score,
-            fails: *score >= threshold,
+            text: c.text.clone(),
+            from: c.from.clone(),
+            score: c.score,
+            fails: c.score >= threshold,
             reason,
         });
     }
@@ -223,12 +311,42 @@ mod tests {
         assert_eq!(depth_to_read(&plain), 1);
     }
 
-    fn scored(scores: &[f64]) -> Vec<(String, String, f64)> {
+    fn scored(scores: &[f64]) -> Vec<Candidate> {
         scores
             .iter()
             .enumerate()
-            .map(|(i, &s)| (format!("m{i}"), "file".to_string(), s))
+            .map(|(i, &score)| Candidate {
+                text: format!("m{i}"),
+                from: "file".to_string(),
+                score,
+                likeness: None,
+            })
             .collect()
+    }
+
+    #[test]
+    fn every_third_is_the_passing_message_most_like_the_authors_violations() {
+        let mut candidates = scored(&[0.01, 0.48, 0.99, 0.6, 0.3, 0.95, 0.05]);
+        let likeness = [0.2, 0.5, 0.9, 0.8, 0.4, 0.7, 0.85];
+        for (c, l) in candidates.iter_mut().zip(likeness) {
+            c.likeness = Some(l);
+        }
+        let chosen = choose(candidates, 0.5, 0.5, 6);
+        let picked: Vec<(&str, SuggestionReason)> =
+            chosen.iter().map(|s| (s.text.as_str(), s.reason)).collect();
+        // m2 and m3 read more like the author's violations, but they fail already: m6 passes.
+        assert_eq!(
+            picked,
+            [
+                ("m1", SuggestionReason::Unsure),
+                ("m2", SuggestionReason::HighestUnlabelled),
+                ("m6", SuggestionReason::NearYourExamples),
+                ("m3", SuggestionReason::Unsure),
+                ("m5", SuggestionReason::HighestUnlabelled),
+                ("m4", SuggestionReason::NearYourExamples),
+            ]
+        );
+        assert!(chosen[2..3].iter().all(|s| !s.fails));
     }
 
     #[test]
