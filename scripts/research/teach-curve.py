@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The learning curve of a validator taught from examples (issue 47), on a policy the project
-never shipped (docs/examples/gambling/): how many near misses it flags and how many promotions it
+"""The learning curve of a validator taught from examples (issues 47 and 66), on a policy the
+project never shipped (docs/examples/gambling/, or docs/examples/medical/ with --policy medical):
+how many near misses it flags and how many promotions it
 catches on the held-apart set, against the number of labels, when the author labels
 
   positives   the 30 positives only;
@@ -14,10 +15,12 @@ share of prompt_guard/heads/benign-real-holdout.jsonl the validator flags.
 
     cargo build --release -p aegis-cli
     scripts/research/teach-curve.py [--aegis target/release/aegis] [--conditions positives,random,active]
-        [--held-apart docs/examples/gambling/held-apart-2.jsonl]
+        [--policy gambling|medical] [--held-apart FILE]
 
-held-apart.jsonl was read by session 23's conditions and one rejected variant; held-apart-2.jsonl
-was written before any later candidate was tried, and is the default.
+Gambling: held-apart.jsonl was read by session 23's conditions and one rejected variant;
+held-apart-2.jsonl was written before any later candidate was tried, and is its default.
+Medical (issue 66): held-apart.jsonl was written by a writer who never saw positives.jsonl or
+pool.jsonl, before any candidate ran (docs/examples/medical/HELD-APART.md).
 """
 import argparse
 import collections
@@ -30,10 +33,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-KEY = "gambling_promotion"
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "docs/examples/gambling"
-HELD_APART = EXAMPLES / "held-apart-2.jsonl"
+# Each policy: its validator's key, its folder, and its default held-apart set.
+POLICIES = {
+    "gambling": ("gambling_promotion", ROOT / "docs/examples/gambling", "held-apart-2.jsonl"),
+    "medical": ("medical_misinformation", ROOT / "docs/examples/medical", "held-apart.jsonl"),
+}
+KEY, EXAMPLES, _ = POLICIES["gambling"]
+HELD_APART = None
 VERBOSE = False
 SHIPPED = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign", "benign-real"]
 
@@ -76,7 +83,8 @@ class Run:
         self.warned = f"warning: {KEY}: The head may have learned the topic" in self.stderr
         if VERBOSE:
             for line in (out + self.stderr).splitlines():
-                if KEY in line and any(w in line for w in ("threshold", "warning", "examples")):
+                if KEY in line and any(w in line for w in ("threshold", "warning", "examples", "line")) \
+                        or line.startswith("  ") and "%" in line:
                     print("  " + line, flush=True)
 
     def suggest(self, n):
@@ -85,19 +93,41 @@ class Run:
         return [s["text"] for s in json.loads(out)]
 
     def failed(self, path):
+        return [failed for failed, _ in self.checked(path)]
+
+    def checked(self, path):
+        """Each row's verdict for KEY and its score (None where the row was not read)."""
         out = self.call("check", "--file", str(path), "--json", "--no-history",
                         "--prompts", str(self.prompts))
         verdicts = {}
         for line in out.splitlines():
             if line.strip():
                 v = json.loads(line)
-                verdicts[v["line"]] = any(s["step"] == KEY and s["status"] == "failed"
-                                          for s in v["execution_per_step"])
-        return [verdicts.get(i + 1, False) for i in range(len(rows(path)))]
+                verdicts[v["line"]] = (any(s["step"] == KEY and s["status"] == "failed"
+                                           for s in v["execution_per_step"]),
+                                       v.get("scores", {}).get(KEY))
+        return [verdicts.get(i + 1, (False, None)) for i in range(len(rows(path)))]
 
     def measure(self, condition):
         held = rows(HELD_APART)
-        failed = self.failed(HELD_APART)
+        checked = self.checked(HELD_APART)
+        failed = [f for f, _ in checked]
+        if VERBOSE:
+            # Where else the author could have placed the line, as measured on the held-apart set.
+            for t in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5):
+                cells = collections.defaultdict(lambda: [0, 0, 0, 0])
+                for row, (_, score) in zip(held, checked):
+                    cell = cells[row["lang"]]
+                    hit = score is not None and score >= t
+                    if row["labels"][KEY]:
+                        cell[0] += hit
+                        cell[1] += 1
+                    else:
+                        cell[2] += hit
+                        cell[3] += 1
+                print(f"    at {t:<5} " + "; ".join(
+                    f"{lang} recall {c[0]}/{c[1]}, flagged {c[2]}/{c[3]}"
+                    for lang, c in sorted(cells.items())), flush=True)
         by = collections.defaultdict(lambda: [0, 0, 0, 0])  # caught, positives, flagged, near misses
         for row, f in zip(held, failed):
             cell = by[row["lang"]]
@@ -120,13 +150,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aegis", default=str(ROOT / "target/release/aegis"))
     parser.add_argument("--conditions", default="positives,random,active")
-    parser.add_argument("--held-apart", default=str(EXAMPLES / "held-apart-2.jsonl"))
+    parser.add_argument("--policy", default="gambling", choices=sorted(POLICIES))
+    parser.add_argument("--held-apart", help="default: the policy's own")
     parser.add_argument("--verbose", action="store_true",
                         help="print the train's lines on the threshold, warnings and author figures")
     args = parser.parse_args()
-    global HELD_APART, VERBOSE
+    global HELD_APART, VERBOSE, KEY, EXAMPLES
     VERBOSE = args.verbose
-    HELD_APART = Path(args.held_apart)
+    KEY, EXAMPLES, held_apart = POLICIES[args.policy]
+    HELD_APART = Path(args.held_apart or EXAMPLES / held_apart)
     positives = rows(EXAMPLES / "positives.jsonl")
     pool = rows(EXAMPLES / "pool.jsonl")
     gold = {row["text"]: row for row in pool}

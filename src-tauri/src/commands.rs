@@ -331,6 +331,13 @@ pub async fn suggest_examples(
     Ok(console.suggest_examples(validator, files, wanted).await?)
 }
 
+/// Moves the line of the head waiting to be applied to the place the author chose on its
+/// trade-off curve.
+#[tauri::command]
+pub async fn place_line(console: Console_<'_>, validator: String, threshold: f64) -> Answer<f64> {
+    Ok(console.place_line(&validator, threshold).await?)
+}
+
 #[tauri::command]
 pub async fn apply_head(console: Console_<'_>, validator: String) -> Answer<AppliedHead> {
     Ok(console.apply_head(&validator).await?)

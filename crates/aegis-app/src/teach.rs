@@ -433,6 +433,24 @@ impl Console {
         Ok(candidates)
     }
 
+    /// Places the line of the head waiting to be applied at `threshold` (a point of its
+    /// trade-off curve, as the author chose it): Apply writes that threshold with it.
+    pub async fn place_line(&self, validator: &str, threshold: f64) -> Result<f64, ConsoleError> {
+        if !(threshold > 0.0 && threshold < 1.0) {
+            return Err(ConsoleError::Invalid(format!(
+                "a threshold is between 0 and 1, not {threshold}"
+            )));
+        }
+        let mut trained = lock(&self.trained);
+        let head = trained.get_mut(validator).ok_or_else(|| {
+            ConsoleError::Invalid(format!(
+                "{validator} has no trained head whose line could move: Train first"
+            ))
+        })?;
+        head.training.threshold = Some(threshold);
+        Ok(threshold)
+    }
+
     /// Makes the trained head live: written atomically where the guard reads it, recorded as a
     /// version with its threshold, and the guard reloaded so the next check uses it.
     pub async fn apply_head(&self, validator: &str) -> Result<AppliedHead, ConsoleError> {

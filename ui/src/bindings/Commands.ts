@@ -69,6 +69,7 @@ export type Commands = {
   create_validator: { args: { validator: NewValidator }; result: string };
   train_head: { args: { trainId: string; validator: string }; result: TrainReport };
   suggest_examples: { args: { validator: string; files: string[]; wanted: number }; result: Suggestion[] };
+  place_line: { args: { validator: string; threshold: number }; result: number };
   apply_head: { args: { validator: string }; result: AppliedHead };
   head_versions: { args: { validator: string }; result: HeadVersion[] };
   revert_head: { args: { version: number }; result: AppliedHead };
@@ -127,6 +128,8 @@ export function commands(call: Call) {
     trainHead: (trainId: string, validator: string) => call("train_head", { trainId, validator }),
     /** The messages to label next for a validator, from history, the benign pool and `files`. */
     suggestExamples: (validator: string, files: string[], wanted: number) => call("suggest_examples", { validator, files, wanted }),
+    /** Moves the line of the head waiting to be applied to the place the author chose on its trade-off curve. */
+    placeLine: (validator: string, threshold: number) => call("place_line", { validator, threshold }),
     applyHead: (validator: string) => call("apply_head", { validator }),
     headVersions: (validator: string) => call("head_versions", { validator }),
     revertHead: (version: number) => call("revert_head", { version }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DecisionQueue } from "./queue";
-import { positivesOf, queueActionFor, taughtIn, versionFigures, type QueueRecord } from "./teach";
+import { curvePlaces, positivesOf, queueActionFor, taughtIn, versionFigures, type QueueRecord } from "./teach";
 
 describe("teach helpers", () => {
   it("keeps each pasted example once, without blank lines", () => {
@@ -27,5 +27,20 @@ describe("teach helpers", () => {
     expect(taughtIn(queue.done)).toBe(2);
     expect(queue.undone()?.record).toEqual({ label: "fail", exampleId: 8 });
     expect(taughtIn(queue.done)).toBe(1);
+  });
+
+  it("shows a dozen places of a long curve, the line's own among them", () => {
+    const curve = Array.from({ length: 40 }, (_, i) => ({
+      threshold: (i + 1) / 50,
+      recall: 1 - i / 40,
+      near_misses_flagged: 1 - i / 20,
+      benign_flagged: null,
+    }));
+    const places = curvePlaces(curve, 0.47);
+    expect(places.length).toBeLessThanOrEqual(13);
+    expect(places.map((p) => p.threshold)).toContain(0.46);
+    expect(places[0].threshold).toBe(0.02);
+    const short = curve.slice(0, 5);
+    expect(curvePlaces(short, null)).toEqual(short);
   });
 });

@@ -1,5 +1,7 @@
 // Pure helpers of the Teach view.
 
+import type { LinePoint } from "../bindings/LinePoint";
+
 /** Positive examples a new validator needs (the console refuses fewer). */
 export const MIN_NEW_POSITIVES = 20;
 
@@ -59,4 +61,21 @@ export interface QueueRecord {
 /** Labels that became examples (skips do not teach). */
 export function taughtIn(done: { record: QueueRecord }[]): number {
   return done.filter((d) => d.record.label !== "skip").length;
+}
+
+/** At most `shown` places of the curve, evenly by rank and lowest threshold first, always
+ * with the one nearest `line` (where the line is now), so the table stays short whatever the
+ * number of examples. */
+export function curvePlaces<P extends LinePoint>(curve: P[], line: number | null, shown = 12): P[] {
+  if (curve.length <= shown) return curve;
+  const step = Math.ceil(curve.length / shown);
+  let nearest = -1;
+  if (line != null) {
+    let best = Infinity;
+    curve.forEach((p, i) => {
+      const distance = Math.abs(p.threshold - line);
+      if (distance < best) [best, nearest] = [distance, i];
+    });
+  }
+  return curve.filter((_, i) => i % step === 0 || i === nearest);
 }
