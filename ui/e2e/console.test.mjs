@@ -16,6 +16,7 @@ const FIXTURE = path.resolve(import.meta.dirname, "fixtures/messages.csv");
 const LABELLED = path.resolve(import.meta.dirname, "fixtures/labelled.csv");
 const NEW_POSITIVES = path.resolve(import.meta.dirname, "../../docs/examples/personal-data-requests.jsonl");
 const CANDIDATES = path.resolve(import.meta.dirname, "fixtures/teach-candidates.jsonl");
+const HELD_OUT_REQUESTS = path.resolve(import.meta.dirname, "../../docs/examples/personal-data-requests-holdout.jsonl");
 
 let d;
 const timings = {};
@@ -435,6 +436,48 @@ test("the labelling queue suggests near misses, learns labels given with the key
   await d.waitFor('[data-testid="teach-notice"]', { accept: async (id) => (await d.text(id)).startsWith("Applied") });
   const after = (await check(flaggedNearMiss)).find((r) => r.key === key);
   assert.equal(after?.passed, true, `${flaggedNearMiss} after the queue's labels and a retrain: ${JSON.stringify(after)}`);
+});
+
+test("the author moves the line up the trade-off curve, and a message the tuned line flagged passes", async () => {
+  // Runs after the test above: personal_data_request's live head is the one its labels trained,
+  // at the tuned line. Training again on the same examples gives the same head and curve.
+  const key = "personal_data_request";
+  const requests = fs
+    .readFileSync(HELD_OUT_REQUESTS, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l))
+    .filter((row) => row.labels[key])
+    .map((row) => row.text);
+  const flagged = [];
+  for (const text of requests) {
+    const result = (await check(text)).find((r) => r.key === key);
+    if (result?.passed === false) flagged.push({ text, score: result.score });
+  }
+  assert.ok(flagged.length > 0, "the tuned line flags some requests it never saw");
+  flagged.sort((a, b) => a.score - b.score);
+
+  await go("teach");
+  await d.click(await d.waitFor(`[data-testid="teach-${key}"]`));
+  await d.click(await d.waitFor('[data-testid="train"]'));
+  await d.waitFor('[data-testid="train-report"]', { timeout: 300_000 });
+  await d.waitFor('[data-testid="trade-off"]');
+  await shot("11-trade-off");
+  const places = await d.execute(
+    "return [...document.querySelectorAll('[data-testid=place-line]')].map(b => Number(b.dataset.threshold))",
+  );
+  // The lowest-scoring flagged request, and the first place above it: the line moves just past it.
+  const target = flagged.find((f) => places.some((t) => t > f.score));
+  assert.ok(target, `a place above a flagged request: places ${places}, flagged ${JSON.stringify(flagged)}`);
+  const place = Math.min(...places.filter((t) => t > target.score));
+  await d.click(await d.find(`[data-testid="place-line"][data-threshold="${place}"]`));
+  await d.waitFor('[data-testid="trained-threshold"]', { accept: async (id) => Number(await d.text(id)) === place });
+  await d.click(await d.find('[data-testid="apply"]'));
+  await d.waitFor('[data-testid="teach-notice"]', {
+    accept: async (id) => (await d.text(id)).includes(`threshold ${place.toFixed(3)}`),
+  });
+  const after = (await check(target.text)).find((r) => r.key === key);
+  assert.equal(after?.passed, true, `${target.text} at the line placed at ${place}: ${JSON.stringify(after)}`);
 });
 
 test("a broken template shows its error inline while the other validators work", async () => {

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Per kind and language, the share of a held-back set each validator flags (issue 64): reports
+and quotes of abuse, untargeted profanity, civil criticism and group mentions should pass; polite
+contempt should fail. Prints the team's own held-back sets and the independent ones (written from
+a brief by a writer who never saw a training row) side by side, so every candidate is read on
+both.
+
+    cargo build -p aegis-cli
+    scripts/research/kinds-flagged.py [--aegis target/debug/aegis] [--prompts prompt_guard] [FILE ...]
+
+Default files: docs/held-back/independent/*.jsonl (independent) and, as the team's own,
+docs/held-back/{kinds,exclamation,contempt}-holdout*.jsonl.
+"""
+import argparse
+import collections
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HELD = ROOT / "docs/held-back"
+VALIDATORS = ("toxic", "harassment")
+
+
+def rows(path):
+    return [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+
+
+def failed_steps(aegis, prompts, path):
+    """Each row's failed validators, in file order."""
+    out = subprocess.run([aegis, "check", "--file", str(path), "--json", "--no-history",
+                          "--prompts", str(prompts)], capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        sys.exit(f"aegis check --file {path} failed:\n{out.stderr[-3000:]}")
+    failed = {}
+    for line in out.stdout.splitlines():
+        if line.strip():
+            v = json.loads(line)
+            failed[v["line"]] = {s["step"] for s in v["execution_per_step"] if s["status"] == "failed"}
+    return [failed.get(i + 1, set()) for i in range(len(rows(path)))]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--aegis", default=str(ROOT / "target/debug/aegis"))
+    parser.add_argument("--prompts", default=str(ROOT / "prompt_guard"))
+    parser.add_argument("files", nargs="*")
+    args = parser.parse_args()
+    files = [Path(f) for f in args.files] or (
+        sorted((HELD / "independent").glob("*.jsonl"))
+        + [HELD / "kinds-holdout.jsonl", HELD / "exclamation-holdout.jsonl"]
+        + sorted(HELD.glob("contempt-holdout*.jsonl")))
+    # (origin, kind, lang) -> [rows, toxic, harassment, any]; positives are counted as caught.
+    table = collections.defaultdict(lambda: [0, 0, 0, 0, None])
+    for path in files:
+        origin = "independent" if path.parent.name == "independent" else "own"
+        for row, failed in zip(rows(path), failed_steps(args.aegis, args.prompts, path)):
+            cell = table[(origin, row.get("kind", "?"), row["lang"])]
+            cell[0] += 1
+            cell[1] += "toxic" in failed
+            cell[2] += "harassment" in failed
+            cell[3] += bool(failed & set(VALIDATORS))
+            cell[4] = bool(row["labels"].get("toxic") or row["labels"].get("harassment"))
+    print(f"{'origin':<12} {'kind':<22} {'lang':<4} {'rows':>5} {'toxic':>7} {'harass':>7} {'any':>7}  (violating kinds: caught)")
+    for (origin, kind, lang), (n, t, h, a, violating) in sorted(table.items()):
+        pct = lambda k: f"{k / n:.0%}"
+        print(f"{origin:<12} {kind:<22} {lang:<4} {n:>5} {pct(t):>7} {pct(h):>7} {pct(a):>7}"
+              + ("  caught" if violating else ""))
+
+
+if __name__ == "__main__":
+    main()
