@@ -4,9 +4,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use aegis_eval::BudgetChoice;
 use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures};
 use aegis_heads::{TrainOptions, Validation};
 use anyhow::{bail, Context, Result};
@@ -15,7 +14,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::history_cmd::DbArgs;
 use crate::options::GuardArgs;
 use crate::train_data::{reviewed_messages, taught_messages};
-use crate::train_report::{print_author_figures, print_report, print_sources};
+use crate::train_report::{
+    print_author_figures, print_budget_choice, print_report, print_sources, ProgressLines,
+};
 use crate::ExitStatus;
 use aegis_teach::{keep_positives, negatives_for_new_validator, read_messages};
 
@@ -141,9 +142,6 @@ impl From<ValidationArg> for Validation {
         }
     }
 }
-
-/// Without a terminal (a log, CI) the bar is hidden, so progress is printed as lines this often.
-const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
 
 pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
     // A head learns from features its encoder computes; int8's rounding (what `auto` picks on a
@@ -541,73 +539,4 @@ fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usiz
                 .collect()
         })
         .collect()
-}
-
-/// The line on the threshold the benign budget chose on the head's out-of-fold probabilities
-/// (nested in the same folds: by source, each fold's benign rows are cut at the threshold the
-/// other sources chose).
-fn print_budget_choice(
-    guard: &aegis_guard::Guard,
-    key: &str,
-    choice: Option<&BudgetChoice>,
-    budget: f64,
-) {
-    let Some(validator) = guard.validator(key) else {
-        return;
-    };
-    let Some(choice) = choice else {
-        eprintln!("{key}: threshold not tuned (no benign rows in its data)");
-        return;
-    };
-    let text = aegis_eval::metric_text;
-    println!(
-        "{key:<18} threshold {:.3} -> {:.3}: benign false positives {} of {} rows (budget {}), recall {}, precision {}, F1 {} (nested CV)",
-        validator.threshold,
-        choice.threshold,
-        text(choice.benign_false_positive_rate),
-        choice.benign_rows,
-        text(Some(budget)),
-        text(choice.recall),
-        text(choice.precision),
-        text(choice.f1),
-    );
-}
-
-/// Progress as plain lines, for a log that has no terminal to draw a bar on.
-struct ProgressLines {
-    total: usize,
-    done: usize,
-    started: Instant,
-    last: Instant,
-}
-
-impl ProgressLines {
-    fn new(total: usize) -> Self {
-        eprintln!("reading {total} messages");
-        let now = Instant::now();
-        Self {
-            total,
-            done: 0,
-            started: now,
-            last: now,
-        }
-    }
-
-    fn reached(&mut self, done: usize) {
-        self.done = done;
-        if self.last.elapsed() < PROGRESS_LINE_EVERY && self.done < self.total {
-            return;
-        }
-        self.last = Instant::now();
-        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
-        let rate = self.done as f64 / seconds;
-        let left = (self.total - self.done) as f64 / rate.max(1e-9);
-        eprintln!(
-            "reading messages: {}/{} ({:.0}%), {rate:.1} a second, about {:.0} s left",
-            self.done,
-            self.total,
-            100.0 * self.done as f64 / self.total.max(1) as f64,
-            left
-        );
-    }
 }

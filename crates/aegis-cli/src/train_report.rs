@@ -1,7 +1,11 @@
-//! What `aegis train` reports on stderr for each validator it trains: every candidate's
-//! held-out figures, what each source's rows score at the threshold, and the head on the author's
-//! own examples.
+//! What `aegis train` reports for each validator it trains: every candidate's held-out figures,
+//! the threshold the benign budget chose, what each source's rows score at the threshold, the
+//! head on the author's own examples with the trade-off of its line, and reading progress as
+//! lines where no terminal draws a bar.
 
+use std::time::{Duration, Instant};
+
+use aegis_eval::BudgetChoice;
 use aegis_guard::ValidatorTraining;
 use aegis_heads::{candidate_label, CvMetrics, Validation};
 
@@ -191,6 +195,78 @@ fn print_trade_off(key: &str, curve: &[aegis_teach::LinePoint], threshold: f64) 
             percent(point.near_misses_flagged),
             percent(point.benign_flagged),
             if chosen { "  <- chosen" } else { "" }
+        );
+    }
+}
+
+/// Without a terminal (a log, CI) the bar is hidden, so progress is printed as lines this often.
+const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
+
+/// The line on the threshold the benign budget chose on the head's out-of-fold probabilities
+/// (nested in the same folds: by source, each fold's benign rows are cut at the threshold the
+/// other sources chose).
+pub(crate) fn print_budget_choice(
+    guard: &aegis_guard::Guard,
+    key: &str,
+    choice: Option<&BudgetChoice>,
+    budget: f64,
+) {
+    let Some(validator) = guard.validator(key) else {
+        return;
+    };
+    let Some(choice) = choice else {
+        eprintln!("{key}: threshold not tuned (no benign rows in its data)");
+        return;
+    };
+    let text = aegis_eval::metric_text;
+    println!(
+        "{key:<18} threshold {:.3} -> {:.3}: benign false positives {} of {} rows (budget {}), recall {}, precision {}, F1 {} (nested CV)",
+        validator.threshold,
+        choice.threshold,
+        text(choice.benign_false_positive_rate),
+        choice.benign_rows,
+        text(Some(budget)),
+        text(choice.recall),
+        text(choice.precision),
+        text(choice.f1),
+    );
+}
+
+/// Progress as plain lines, for a log that has no terminal to draw a bar on.
+pub(crate) struct ProgressLines {
+    total: usize,
+    done: usize,
+    started: Instant,
+    last: Instant,
+}
+
+impl ProgressLines {
+    pub(crate) fn new(total: usize) -> Self {
+        eprintln!("reading {total} messages");
+        let now = Instant::now();
+        Self {
+            total,
+            done: 0,
+            started: now,
+            last: now,
+        }
+    }
+
+    pub(crate) fn reached(&mut self, done: usize) {
+        self.done = done;
+        if self.last.elapsed() < PROGRESS_LINE_EVERY && self.done < self.total {
+            return;
+        }
+        self.last = Instant::now();
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = self.done as f64 / seconds;
+        let left = (self.total - self.done) as f64 / rate.max(1e-9);
+        eprintln!(
+            "reading messages: {}/{} ({:.0}%), {rate:.1} a second, about {:.0} s left",
+            self.done,
+            self.total,
+            100.0 * self.done as f64 / self.total.max(1) as f64,
+            left
         );
     }
 }

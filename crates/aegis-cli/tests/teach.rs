@@ -549,3 +549,39 @@ fn a_positives_only_validator_is_warned_until_it_is_taught_near_misses() {
     assert_eq!(suggested[0]["reason"], "unsure");
     assert_eq!(suggested[1]["reason"], "highest_unlabelled");
 }
+
+/// `--threshold` places one validator's line between 0 and 1; anything else is refused before
+/// the data or the model is read.
+#[test]
+fn a_placed_threshold_out_of_range_or_for_several_validators_is_refused() {
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let data = data.to_str().expect("path");
+    for (args, expected) in [
+        (
+            vec!["train", "toxic", "--threshold", "1.5"],
+            "--threshold must be between 0 and 1",
+        ),
+        (
+            vec!["train", "toxic", "--threshold", "0"],
+            "--threshold must be between 0 and 1",
+        ),
+        (
+            vec!["train", "toxic", "spam", "--threshold", "0.3"],
+            "name that one validator",
+        ),
+        (
+            vec!["train", "--threshold", "0.3"],
+            "name that one validator",
+        ),
+    ] {
+        let mut args = args;
+        args.extend(["--data", data]);
+        let out = aegis(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

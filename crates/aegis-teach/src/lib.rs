@@ -12,6 +12,8 @@ mod fit;
 mod fit_validator;
 mod near_miss;
 mod suggest;
+#[cfg(test)]
+mod test_rows;
 mod trade_off;
 mod versions;
 
@@ -27,7 +29,7 @@ pub use near_miss::{topic_warning, NEAR_MISS_BUDGET};
 pub use suggest::{
     suggest, suggestion_pool, SuggestRequest, Suggestion, SuggestionPool, SuggestionReason,
 };
-pub use trade_off::{line_at, trade_off, LinePoint, AUTHOR_RECALL_FLOOR};
+pub use trade_off::{trade_off, LinePoint, AUTHOR_RECALL_FLOOR};
 
 /// Share of benign rows a trained head's threshold may flag: the shipped heads' budget (four
 /// validators within 4% of benign traffic together; README, "Benign budget"), and the default for

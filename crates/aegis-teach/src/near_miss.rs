@@ -166,19 +166,7 @@ pub fn topic_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(text: &str, violates: bool, taught: bool) -> LabelledMessage {
-        LabelledMessage {
-            id: taught.then(|| format!("example:{text}")),
-            text: text.into(),
-            lang: Some("en".into()),
-            labels: [("promo".to_string(), Some(violates))]
-                .into_iter()
-                .collect(),
-            source: None,
-            kind: None,
-        }
-    }
+    use crate::test_rows::row;
 
     #[test]
     fn the_threshold_rises_until_few_taught_near_misses_fail() {

@@ -311,6 +311,10 @@ mod tests {
         assert_eq!(depth_to_read(&plain), 1);
     }
 
+    fn reasons(chosen: &[Suggestion]) -> Vec<(&str, SuggestionReason)> {
+        chosen.iter().map(|s| (s.text.as_str(), s.reason)).collect()
+    }
+
     fn scored(scores: &[f64]) -> Vec<Candidate> {
         scores
             .iter()
@@ -332,8 +336,7 @@ mod tests {
             c.likeness = Some(l);
         }
         let chosen = choose(candidates, 0.5, 0.5, 6);
-        let picked: Vec<(&str, SuggestionReason)> =
-            chosen.iter().map(|s| (s.text.as_str(), s.reason)).collect();
+        let picked = reasons(&chosen);
         // m2 and m3 read more like the author's violations, but they fail already: m6 passes.
         assert_eq!(
             picked,
@@ -352,8 +355,7 @@ mod tests {
     #[test]
     fn alternates_the_least_sure_and_the_highest_scoring() {
         let chosen = choose(scored(&[0.01, 0.48, 0.99, 0.6, 0.3, 0.95]), 0.5, 0.5, 4);
-        let picked: Vec<(&str, SuggestionReason)> =
-            chosen.iter().map(|s| (s.text.as_str(), s.reason)).collect();
+        let picked = reasons(&chosen);
         assert_eq!(
             picked,
             [

@@ -109,19 +109,6 @@ fn point_at(scores: &AuthorScores, threshold: f64) -> LinePoint {
     }
 }
 
-/// The figures at one threshold (the one the author placed, or the default), on the same
-/// scores as the curve.
-pub fn line_at(
-    key: &str,
-    messages: &[LabelledMessage],
-    out_of_fold: &[f64],
-    benign: &[bool],
-    threshold: f64,
-) -> Option<LinePoint> {
-    let scores = AuthorScores::of(key, messages, out_of_fold, benign);
-    (!scores.violating.is_empty()).then(|| point_at(&scores, threshold))
-}
-
 /// The highest threshold at which at least [`AUTHOR_RECALL_FLOOR`] of the author's violating
 /// examples still fail, out of fold; `None` with fewer than `min_examples` of them.
 pub fn recall_ceiling(
@@ -143,19 +130,7 @@ pub fn recall_ceiling(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(text: &str, violates: bool, taught: bool) -> LabelledMessage {
-        LabelledMessage {
-            id: taught.then(|| format!("example:{text}")),
-            text: text.into(),
-            lang: Some("en".into()),
-            labels: [("promo".to_string(), Some(violates))]
-                .into_iter()
-                .collect(),
-            source: None,
-            kind: None,
-        }
-    }
+    use crate::test_rows::row;
 
     #[test]
     fn the_curve_trades_recall_for_near_misses_at_each_example() {
