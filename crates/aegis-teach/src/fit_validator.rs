@@ -34,7 +34,7 @@ pub struct FittedValidator {
     pub trained: ValidatorTraining,
     /// What the benign budget chose, when one was asked for and the data has benign rows.
     pub budget: Option<BudgetChoice>,
-    /// The line the author's examples draw ([`crate::near_miss_threshold`], held down to where
+    /// The line the author's examples draw ([`crate::near_miss_threshold`]: where
     /// [`crate::AUTHOR_RECALL_FLOOR`] of their violating examples still fail out of fold), when a
     /// budget was asked for and enough near misses are taught.
     pub near_miss: Option<f64>,
@@ -84,18 +84,7 @@ pub fn fit_validator(
     });
     let out_of_fold = &trained.chosen.out_of_fold;
     let near_miss = benign_budget
-        .and_then(|_| crate::near_miss::near_miss_threshold(key, messages, out_of_fold))
-        .map(|line| {
-            // Mid-gap between the author's own examples is a line their phrasing drew; where it
-            // lets more than a tenth of them pass out of fold, the next violation will pass too.
-            crate::trade_off::recall_ceiling(
-                key,
-                messages,
-                out_of_fold,
-                crate::near_miss::MIN_NEAR_MISSES,
-            )
-            .map_or(line, |ceiling| line.min(ceiling))
-        });
+        .and_then(|_| crate::near_miss::near_miss_threshold(key, messages, out_of_fold));
     let threshold =
         crate::near_miss::higher_threshold(budget.as_ref().map(|c| c.threshold), near_miss)
             .map(|t| (t * 1000.0).round() / 1000.0);

@@ -20,10 +20,6 @@ pub const NEAR_SHARE: f64 = 0.5;
 /// policy's line is, and the threshold rises until at most this share of them fails.
 pub const NEAR_MISS_BUDGET: f64 = 0.1;
 
-/// Share of the author's own violating examples the line may let pass, when it is drawn between
-/// them and the near misses.
-pub const AUTHOR_MISS_BUDGET: f64 = 0.1;
-
 /// Fewer taught near misses than this say too little to move the threshold; fewer taught
 /// violating examples say too little to draw a line on their side.
 pub const MIN_NEAR_MISSES: usize = 5;
@@ -33,57 +29,38 @@ pub const MIN_NEAR_MISSES: usize = 5;
 /// `messages` are the rows training read, in order; `out_of_fold` scores the ones labelled for
 /// `key`, in that order.
 ///
-/// The lowest line the near misses allow lets at most [`NEAR_MISS_BUDGET`] of them fail. A line
-/// there hugs the near misses the author happened to label: the weight of an author's label
-/// pushes them far down, and the next message on the topic scores a little above them. So when
-/// the author's violating examples leave a gap above it (at most [`AUTHOR_MISS_BUDGET`] of them
-/// below the gap's top), the line goes to the gap's middle in log-odds, the head's own scale, as
-/// a maximum-margin classifier would put it: as far from the passing side as from the violating
-/// one.
+/// With enough taught violating examples, the line is the highest at which
+/// [`crate::AUTHOR_RECALL_FLOOR`] of them still fail out of fold
+/// ([`crate::trade_off::recall_ceiling`]), as issue 66 asked of the default. The middle of the
+/// gap between the two sides, which it replaced, sat where the author's own phrasing left room:
+/// each round of labels pushed the near misses further down, the line fell with them, and near
+/// misses written by someone else scored above it (the guide's lab note `lab/teaching.md`).
+/// Without enough violating examples, the line goes just above the near misses, letting at most
+/// [`NEAR_MISS_BUDGET`] of them fail.
 pub fn near_miss_threshold(
     key: &str,
     messages: &[LabelledMessage],
     out_of_fold: &[f64],
 ) -> Option<f64> {
-    let (mut violating, mut near_misses) = (Vec::new(), Vec::new());
-    for (message, &score) in messages
+    let mut near_misses: Vec<f64> = messages
         .iter()
         .filter(|m| m.label(key).is_some())
         .zip(out_of_fold)
-        .filter(|(m, _)| m.is_taught())
-    {
-        match message.label(key) {
-            Some(true) => violating.push(score),
-            _ => near_misses.push(score),
-        }
-    }
+        .filter(|(m, _)| m.is_taught() && m.label(key) == Some(false))
+        .map(|(_, &score)| score)
+        .collect();
     if near_misses.len() < MIN_NEAR_MISSES {
         return None;
     }
     near_misses.sort_by(|a, b| b.total_cmp(a));
     let may_fail = (NEAR_MISS_BUDGET * near_misses.len() as f64).floor() as usize;
     // Just above the highest score that must pass.
-    let lowest = near_misses[may_fail];
-    let mut line = lowest;
-    if violating.len() >= MIN_NEAR_MISSES {
-        violating.sort_by(f64::total_cmp);
-        let may_miss = (AUTHOR_MISS_BUDGET * violating.len() as f64).floor() as usize;
-        let highest = violating[may_miss];
-        if highest > lowest {
-            line = logistic((logit(lowest) + logit(highest)) / 2.0);
-        }
-    }
-    Some((((line * 1000.0).floor() + 1.0) / 1000.0).clamp(0.001, 0.999))
-}
-
-/// Log-odds of a probability, kept finite at 0 and 1.
-fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-9, 1.0 - 1e-9);
-    (p / (1.0 - p)).ln()
-}
-
-fn logistic(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
+    let above_near_misses =
+        (((near_misses[may_fail] * 1000.0).floor() + 1.0) / 1000.0).clamp(0.001, 0.999);
+    Some(
+        crate::trade_off::recall_ceiling(key, messages, out_of_fold, MIN_NEAR_MISSES)
+            .unwrap_or(above_near_misses),
+    )
 }
 
 /// The threshold a taught validator decides at: the higher of the benign budget's and the near
@@ -192,24 +169,20 @@ mod tests {
     }
 
     #[test]
-    fn with_the_authors_violating_examples_the_line_goes_to_the_middle_of_the_gap() {
-        // Near misses at most 0.01, violating examples from 0.5 (one of ten may sit lower):
-        // the middle in log-odds of 0.01 and 0.5 is 0.0909..., not the near misses' edge.
+    fn with_the_authors_violating_examples_the_line_keeps_nine_in_ten_of_them() {
+        // Near misses at most 0.01, violating examples from 0.5 (one of ten sits lower): the
+        // line goes to 0.5, the highest that still fails nine of them, not to the gap's middle.
         let mut messages: Vec<LabelledMessage> =
             (0..5).map(|i| row(&format!("n{i}"), false, true)).collect();
         let mut scores = vec![0.001, 0.002, 0.005, 0.008, 0.01];
         messages.extend((0..10).map(|i| row(&format!("v{i}"), true, true)));
         scores.extend([0.05, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9, 0.95, 0.99, 0.99]);
-        let middle = 1.0 / (1.0 + (99.0_f64).sqrt());
-        assert_eq!(
-            near_miss_threshold("promo", &messages, &scores),
-            Some(((middle * 1000.0).floor() + 1.0) / 1000.0)
-        );
-        // Violating examples that reach below the near misses leave no gap: their edge holds.
+        assert_eq!(near_miss_threshold("promo", &messages, &scores), Some(0.5));
+        // Violating examples among the near misses: recall holds and the near misses fail.
         scores[5..].fill(0.005);
         assert_eq!(
             near_miss_threshold("promo", &messages, &scores),
-            Some(0.011)
+            Some(0.005)
         );
     }
 
