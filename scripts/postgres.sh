@@ -106,7 +106,8 @@ EOF
     fi
     psql=("$bindir/psql" -X -q -tA -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres)
     if [ "$(run "${psql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname = 'aegis'")" != 1 ]; then
-      run "${psql[@]}" -c "CREATE ROLE aegis LOGIN" >/dev/null
+      # CREATEDB: the store's tests give each test a database of its own.
+      run "${psql[@]}" -c "CREATE ROLE aegis LOGIN CREATEDB" >/dev/null
     fi
     if [ "$(run "${psql[@]}" -c "SELECT 1 FROM pg_database WHERE datname = 'aegis'")" != 1 ]; then
       run "${psql[@]}" -c "CREATE DATABASE aegis OWNER aegis" >/dev/null

@@ -39,4 +39,10 @@ fi
 export AEGIS_REQUIRE_MODELS=1
 # The lab feature too, so the research commands' tests run.
 cargo test --workspace --locked --features aegis-cli/lab
+# The history store's tests once more on a real PostgreSQL (Debian's, a throwaway cluster on
+# 127.0.0.1), so both engines pass the same tests.
+pg_dir="$(mktemp -d /tmp/aegis-test-postgres.XXXXXX)"
+trap 'bash scripts/postgres.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
+AEGIS_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start "$pg_dir")" \
+  cargo test --locked -p aegis-store --test tests
 bash scripts/e2e.sh

@@ -33,6 +33,10 @@ pub struct Settings {
     pub encoder_server: String,
     /// The validator templates; the shipped `prompt_guard/` when empty.
     pub prompts_dir: String,
+    /// Where history is kept: empty for `history.db` in the data folder, a SQLite file's path,
+    /// or a `postgres://` URL a team shares. Read when the console starts; `AEGIS_DATABASE_URL`
+    /// wins over it.
+    pub database: String,
     /// Have the model write each rejection message (slower); else the templates' own.
     pub generate_rejection: bool,
     pub rejection_language: RejectionLanguage,
@@ -90,6 +94,7 @@ impl Default for Settings {
             encoder: aegis_runtime::DEFAULT_HEADS_READ.into(),
             encoder_server: String::new(),
             prompts_dir: String::new(),
+            database: String::new(),
             generate_rejection: false,
             rejection_language: RejectionLanguage::Auto,
             review_margin: 0.15,
@@ -160,12 +165,32 @@ impl Settings {
             return invalid("the reviewer name must not be empty".into());
         }
         self.http.upstream()?;
+        if !self.database.trim().is_empty() {
+            self.database
+                .parse::<aegis_store::Database>()
+                .map_err(|e| ConsoleError::Invalid(format!("history database: {e}")))?;
+        }
         let prompts = self.prompts_dir.trim();
         if !prompts.is_empty() {
             // Refused before it is saved: a typo must not leave the guard without templates.
             aegis_guard::find_prompts_dir(Some(Path::new(prompts)), None)?;
         }
         Ok(())
+    }
+
+    /// The history database the console opens: `AEGIS_DATABASE_URL`, else this setting, else
+    /// `history.db` in `data_dir`.
+    pub fn history_database(&self, data_dir: &Path) -> Result<aegis_store::Database, ConsoleError> {
+        let given = std::env::var("AEGIS_DATABASE_URL")
+            .ok()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| self.database.clone());
+        if given.trim().is_empty() {
+            return Ok(aegis_store::Database::Sqlite(data_dir.join("history.db")));
+        }
+        given
+            .parse()
+            .map_err(|e| ConsoleError::Invalid(format!("history database: {e}")))
     }
 
     /// What the heads read, as the guard's one setup takes it.

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use aegis_guard::Status;
 use aegis_store::{
-    format_millis, parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryRow, NewReview,
-    ScoreRange, Source, Store,
+    format_millis, parse_day, Cursor, Database, Decision, ExportFormat, HistoryFilter, HistoryRow,
+    NewReview, ScoreRange, Source, Store,
 };
 use anyhow::{bail, Context, Result};
 
@@ -15,22 +15,36 @@ use crate::ExitStatus;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DbArgs {
-    /// History database (default: the platform data folder, e.g. ~/.local/share/aegis/history.db).
-    #[arg(long, env = "AEGIS_DB", global = true)]
-    pub db: Option<PathBuf>,
+    /// History database: a SQLite file's path, or a postgres:// URL a team shares (default: the
+    /// platform data folder's file, e.g. ~/.local/share/aegis/history.db; AEGIS_DB names a file
+    /// too).
+    #[arg(
+        long = "database",
+        visible_alias = "db",
+        env = "AEGIS_DATABASE_URL",
+        global = true
+    )]
+    pub database: Option<String>,
 }
 
 impl DbArgs {
-    pub fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(|| {
-            dirs::data_dir()
-                .unwrap_or_else(|| PathBuf::from("."))
-                .join("aegis/history.db")
-        })
+    pub fn database(&self) -> Result<Database> {
+        let given = self
+            .database
+            .clone()
+            .or_else(|| std::env::var("AEGIS_DB").ok().filter(|s| !s.is_empty()));
+        match given {
+            Some(given) => Ok(given.parse()?),
+            None => Ok(Database::Sqlite(
+                dirs::data_dir()
+                    .unwrap_or_else(|| PathBuf::from("."))
+                    .join("aegis/history.db"),
+            )),
+        }
     }
 
     pub async fn open(&self) -> Result<Store> {
-        Ok(Store::open(&self.path()).await?)
+        Ok(Store::connect(&self.database()?).await?)
     }
 }
 
@@ -221,7 +235,7 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
         }
         HistoryCommand::Show { id, json } => {
             let Some(detail) = store.get(id).await? else {
-                bail!("no verdict {id} in {}", store.path().display());
+                bail!("no verdict {id} in {}", store.database());
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&detail)?);
@@ -388,7 +402,7 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
         } => match (id, matching) {
             (Some(id), _) => {
                 if !store.delete(id).await? {
-                    bail!("no verdict {id} in {}", store.path().display());
+                    bail!("no verdict {id} in {}", store.database());
                 }
                 println!("deleted verdict {id}");
             }

@@ -106,7 +106,7 @@ pub fn run(args: ImportArgs) -> Result<ExitStatus> {
             "imported {} messages ({} bad rows) into {} in {:.1} s; batch {} complete with {} of {} rows",
             p.recorded,
             p.bad_rows,
-            store.path().display(),
+            store.database(),
             started.elapsed().as_secs_f64(),
             p.batch_id,
             p.rows_done,

@@ -1,12 +1,14 @@
 //! History at scale: fills 100,000 verdicts, then times recording, a filtered page, a full-text
-//! search (beside a LIKE scan of the same file as the baseline) and an export.
+//! search (beside a LIKE scan of the same database as the baseline) and an export.
 //!
 //! Run: cargo bench -p aegis-store --bench history [-- ROWS]
+//! On PostgreSQL: AEGIS_TEST_POSTGRES_URL=$(scripts/postgres.sh start DIR) cargo bench … (a new
+//! database on that server, as the tests make one).
 
 use std::time::Instant;
 
 use aegis_guard::Verdict;
-use aegis_store::{ExportFormat, HistoryFilter, NewVerdict, ScoreRange, Source, Store};
+use aegis_store::{ExportFormat, HistoryFilter, NewVerdict, ScoreRange, Source};
 use sqlx::Connection;
 
 // The tests' fixtures: the same verdict and templates shapes, at scale.
@@ -45,9 +47,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(100_000);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join("bench.db");
-        let store = Store::open(&path).await?;
+        let temp = common::temp_store().await;
+        let store = &temp.store;
+        println!("database: {}", temp.database);
         let templates = common::templates();
 
         let started = Instant::now();
@@ -61,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let fill_ms = millis(started);
         println!("filled {rows} verdicts in {:.1} s: {:.0} verdicts/s recorded (one transaction each)", fill_ms / 1e3, rows as f64 / (fill_ms / 1e3));
 
-        let mut raw = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await?;
+        let mut raw = sqlx::AnyConnection::connect(&temp.url()).await?;
         let repeat = 20;
 
         // A filtered page deep in history (the 21st), results attached, as the console shows it.
@@ -110,12 +112,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("| operation (on {rows} verdicts) | ours | baseline | baseline / ours |");
         println!("|---|---:|---:|---:|");
         println!("| filtered page: 21st page of 50, three filters, results attached | {page_ms:.2} ms | | |");
-        println!("| text search, {found} hits (FTS5 vs LIKE scan, {like_found} hits) | {fts_ms:.2} ms | {like_ms:.2} ms | {:.1}x |", like_ms / fts_ms);
+        println!("| text search, {found} hits (full-text index vs LIKE scan, {like_found} hits) | {fts_ms:.2} ms | {like_ms:.2} ms | {:.1}x |", like_ms / fts_ms);
         println!("| export JSONL, {exported} verdicts | {:.0} ms ({:.0} rows/s) | | |", jsonl_ms, exported as f64 / (jsonl_ms / 1e3));
         println!("| export CSV | {:.0} ms ({:.0} rows/s) | | |", csv_ms, exported as f64 / (csv_ms / 1e3));
         println!("| record (one transaction per verdict) | {:.3} ms each | | |", fill_ms / rows as f64);
-        println!("database size: {:.1} MiB", std::fs::metadata(&path)?.len() as f64 / 1048576.0);
-        store.close().await;
+        if let aegis_store::Database::Sqlite(path) = &temp.database {
+            println!("database size: {:.1} MiB", std::fs::metadata(path)?.len() as f64 / 1048576.0);
+        }
         Ok(())
     })
 }

@@ -1,22 +1,22 @@
-use std::path::PathBuf;
+use crate::database::Database;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("the history database {path} is locked by another program; close it or try again")]
-    Locked { path: PathBuf },
+    #[error("the history database {database} is locked by another program; close it or try again")]
+    Locked { database: String },
     #[error(
-        "the history database {path} is read-only; make it writable or choose another with --db"
+        "the history database {database} is read-only; make it writable or choose another with --database"
     )]
-    ReadOnly { path: PathBuf },
-    #[error("the history database {path} is damaged or not a SQLite database ({message}); move it aside to start a new one, it was left untouched")]
-    Corrupted { path: PathBuf, message: String },
-    #[error("the history database {path} was written by a newer AEGIS (schema version {version}); upgrade AEGIS to open it")]
-    NewerSchema { path: PathBuf, version: i64 },
-    #[error("cannot open the history database {path}: {message}")]
-    Open { path: PathBuf, message: String },
-    #[error("history database {path}: {source}")]
+    ReadOnly { database: String },
+    #[error("the history database {database} is damaged or not a SQLite database ({message}); move it aside to start a new one, it was left untouched")]
+    Corrupted { database: String, message: String },
+    #[error("the history database {database} was written by a newer AEGIS (schema version {version}); upgrade AEGIS to open it")]
+    NewerSchema { database: String, version: i64 },
+    #[error("cannot open the history database {database}: {message}")]
+    Open { database: String, message: String },
+    #[error("history database {database}: {source}")]
     Sql {
-        path: PathBuf,
+        database: String,
         #[source]
         source: sqlx::Error,
     },
@@ -30,20 +30,21 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// SQLite's primary result codes that name a state of the file rather than a bug.
-pub(crate) fn classify(path: &std::path::Path, error: sqlx::Error) -> StoreError {
-    let path = path.to_path_buf();
-    if let sqlx::Error::Database(db) = &error {
+/// SQLite's primary result codes that name a state of the file rather than a bug. PostgreSQL's
+/// codes are SQLSTATEs, some of them digits too, so they are never read as SQLite's.
+pub(crate) fn classify(database: &Database, error: sqlx::Error) -> StoreError {
+    let name = database.to_string();
+    if let (Database::Sqlite(_), sqlx::Error::Database(db)) = (database, &error) {
         let primary = db
             .code()
             .and_then(|c| c.parse::<i64>().ok())
             .map(|c| c & 0xff);
         match primary {
-            Some(5) | Some(6) => return StoreError::Locked { path },
-            Some(8) => return StoreError::ReadOnly { path },
+            Some(5) | Some(6) => return StoreError::Locked { database: name },
+            Some(8) => return StoreError::ReadOnly { database: name },
             Some(11) | Some(26) => {
                 return StoreError::Corrupted {
-                    path,
+                    database: name,
                     message: db.message().to_string(),
                 }
             }
@@ -51,7 +52,7 @@ pub(crate) fn classify(path: &std::path::Path, error: sqlx::Error) -> StoreError
         }
     }
     StoreError::Sql {
-        path,
+        database: name,
         source: error,
     }
 }

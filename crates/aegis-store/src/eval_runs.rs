@@ -68,7 +68,7 @@ impl Store {
         let now = now_millis();
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
         let run_id: i64 = sqlx::query_scalar(
-            "INSERT INTO eval_runs (created_at, dataset_name, dataset_sha256, file_rows, sample_limit, sample_seed, model_id, model_hash, templates_from, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO eval_runs (created_at, dataset_name, dataset_sha256, file_rows, sample_limit, sample_seed, model_id, model_hash, templates_from, summary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         )
         .bind(now)
         .bind(&info.dataset.name)
@@ -89,7 +89,7 @@ impl Store {
                 .await?;
             sqlx::query(
                 "INSERT INTO eval_run_templates (run_id, position, validator_key, name, template_version_id, threshold, scored_by)
-                 VALUES (?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?), ?, ?)",
+                 VALUES ($1, $2, $3, $4, (SELECT id FROM template_versions WHERE validator_key = $5 AND content_hash = $6), $7, $8)",
             )
             .bind(run_id)
             .bind(position as i64)
@@ -105,7 +105,7 @@ impl Store {
         }
         for row in rows {
             sqlx::query(
-                "INSERT INTO eval_rows (run_id, row_number, external_id, text, lang, labels, scores, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO eval_rows (run_id, row_number, external_id, text, lang, labels, scores, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(run_id)
             .bind(row.row as i64)
@@ -126,16 +126,16 @@ impl Store {
     /// Runs, newest first.
     pub async fn eval_runs(&self, limit: u32) -> Result<Vec<EvalRunSummary>> {
         let runs: Vec<RunRow> = sqlx::query_as(&format!(
-            "SELECT {RUN_COLUMNS} FROM eval_runs ORDER BY created_at DESC, id DESC LIMIT ?"
+            "SELECT {RUN_COLUMNS} FROM eval_runs ORDER BY created_at DESC, id DESC LIMIT $1"
         ))
-        .bind(limit)
+        .bind(i64::from(limit))
         .fetch_all(&self.reader)
         .await
         .map_err(|e| self.sql(e))?;
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
             let (id, created_at, summary) = (run.0, run.1, run.10.clone());
-            let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM eval_rows WHERE run_id = ?")
+            let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM eval_rows WHERE run_id = $1")
                 .bind(id)
                 .fetch_one(&self.reader)
                 .await
@@ -155,19 +155,20 @@ impl Store {
 
     /// A run with every row's scores; `None` when there is no such run.
     pub async fn eval_run(&self, id: i64) -> Result<Option<StoredEvalRun>> {
-        let run: Option<RunRow> =
-            sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = ?"))
-                .bind(id)
-                .fetch_optional(&self.reader)
-                .await
-                .map_err(|e| self.sql(e))?;
+        let run: Option<RunRow> = sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.reader)
+        .await
+        .map_err(|e| self.sql(e))?;
         let Some(run) = run else {
             return Ok(None);
         };
         let created_at = run.1;
         let info = self.run_info(run).await?;
         let stored: Vec<StoredRow> = sqlx::query_as(
-            "SELECT row_number, external_id, text, lang, labels, scores, error FROM eval_rows WHERE run_id = ? ORDER BY row_number",
+            "SELECT row_number, external_id, text, lang, labels, scores, error FROM eval_rows WHERE run_id = $1 ORDER BY row_number",
         )
         .bind(id)
         .fetch_all(&self.reader)
@@ -201,7 +202,7 @@ impl Store {
     }
 
     pub async fn delete_eval_run(&self, id: i64) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM eval_runs WHERE id = ?")
+        let done = sqlx::query("DELETE FROM eval_runs WHERE id = $1")
             .bind(id)
             .execute(&self.writer)
             .await
@@ -214,7 +215,7 @@ impl Store {
         let templates: Vec<(String, String, String, String, f64, String)> = sqlx::query_as(
             "SELECT t.validator_key, t.name, v.content_hash, v.content, t.threshold, t.scored_by
              FROM eval_run_templates t JOIN template_versions v ON v.id = t.template_version_id
-             WHERE t.run_id = ? ORDER BY t.position",
+             WHERE t.run_id = $1 ORDER BY t.position",
         )
         .bind(id)
         .fetch_all(&self.reader)

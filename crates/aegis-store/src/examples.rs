@@ -150,24 +150,25 @@ fn check_new(example: &NewExample) -> Result<String> {
 }
 
 const SELECT_EXAMPLES: &str = "SELECT e.id, e.validator_key, e.text, e.label, e.language, e.origin,
-        e.verdict_id, e.times_added, e.updated_at, e.accepted = 0, e.submitted_by,
-        EXISTS (SELECT 1 FROM examples o WHERE o.validator_key = e.validator_key
-                AND o.normalized = e.normalized AND o.label <> e.label) AS contradicted
+        e.verdict_id, e.times_added, e.updated_at, 1 - e.accepted, e.submitted_by,
+        CASE WHEN EXISTS (SELECT 1 FROM examples o WHERE o.validator_key = e.validator_key
+                AND o.normalized = e.normalized AND o.label <> e.label) THEN 1 ELSE 0 END
      FROM examples e";
 
+/// Flags are 0 or 1 on both engines (one query text binds and reads the same types).
 type ExampleRow = (
     i64,
     String,
     String,
-    bool,
+    i64,
     String,
     String,
     Option<i64>,
     i64,
     i64,
-    bool,
+    i64,
     Option<String>,
-    bool,
+    i64,
 );
 
 fn into_example(row: ExampleRow) -> Result<StoredExample> {
@@ -189,13 +190,13 @@ fn into_example(row: ExampleRow) -> Result<StoredExample> {
         id,
         validator,
         text,
-        violates,
+        violates: violates != 0,
         language,
         origin: origin.parse()?,
         verdict_id,
         times_added,
-        contradicted,
-        pending,
+        contradicted: contradicted != 0,
+        pending: pending != 0,
         submitted_by,
         updated_at,
     })
@@ -225,18 +226,18 @@ impl Store {
             let id = sqlx::query_scalar(
                 "INSERT INTO examples (validator_key, text, normalized, label, language, origin,
                      verdict_id, created_at, updated_at, accepted, submitted_by)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
             )
             .bind(&example.validator)
             .bind(example.text.trim())
             .bind(&normalized)
-            .bind(example.violates)
+            .bind(i64::from(example.violates))
             .bind(&example.language)
             .bind(example.origin.as_str())
             .bind(example.verdict_id)
             .bind(now)
             .bind(now)
-            .bind(!example.is_proposal())
+            .bind(i64::from(!example.is_proposal()))
             .bind(&example.submitted_by)
             .fetch_one(&mut *tx)
             .await
@@ -252,7 +253,7 @@ impl Store {
         let rows: Vec<ExampleRow> = match validator {
             Some(key) => {
                 sqlx::query_as(&format!(
-                    "{SELECT_EXAMPLES} WHERE e.validator_key = ? ORDER BY e.id"
+                    "{SELECT_EXAMPLES} WHERE e.validator_key = $1 ORDER BY e.id"
                 ))
                 .bind(key)
                 .fetch_all(&self.reader)
@@ -271,8 +272,8 @@ impl Store {
     /// Changes an example's label. If the text already has the new label, the two merge.
     pub async fn relabel_example(&self, id: i64, violates: bool) -> Result<Added> {
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
-        let row: Option<(String, String, bool, i64)> = sqlx::query_as(
-            "SELECT validator_key, normalized, label, times_added FROM examples WHERE id = ?",
+        let row: Option<(String, String, i64, i64)> = sqlx::query_as(
+            "SELECT validator_key, normalized, label, times_added FROM examples WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -281,7 +282,7 @@ impl Store {
         let Some((validator, normalized, label, times)) = row else {
             return Err(StoreError::Invalid(format!("no example {id}")));
         };
-        if label == violates {
+        if (label != 0) == violates {
             return Ok(Added::Merged { id });
         }
         let now = now_millis();
@@ -292,20 +293,22 @@ impl Store {
         let added = if let Some(twin) = twin {
             self.count_again(&mut tx, twin, times, now).await?;
             self.set_accepted(&mut tx, twin).await?;
-            sqlx::query("DELETE FROM examples WHERE id = ?")
+            sqlx::query("DELETE FROM examples WHERE id = $1")
                 .bind(id)
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| self.sql(e))?;
             Added::Merged { id: twin }
         } else {
-            sqlx::query("UPDATE examples SET label = ?, updated_at = ?, accepted = 1 WHERE id = ?")
-                .bind(violates)
-                .bind(now)
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.sql(e))?;
+            sqlx::query(
+                "UPDATE examples SET label = $1, updated_at = $2, accepted = 1 WHERE id = $3",
+            )
+            .bind(i64::from(violates))
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.sql(e))?;
             Added::Merged { id }
         };
         tx.commit().await.map_err(|e| self.sql(e))?;
@@ -315,17 +318,17 @@ impl Store {
     /// The example with this validator, text and label, if there is one: a new one merges into it.
     async fn twin(
         &self,
-        tx: &mut sqlx::SqliteConnection,
+        tx: &mut sqlx::AnyConnection,
         validator: &str,
         normalized: &str,
         violates: bool,
     ) -> Result<Option<i64>> {
         sqlx::query_scalar(
-            "SELECT id FROM examples WHERE validator_key = ? AND normalized = ? AND label = ?",
+            "SELECT id FROM examples WHERE validator_key = $1 AND normalized = $2 AND label = $3",
         )
         .bind(validator)
         .bind(normalized)
-        .bind(violates)
+        .bind(i64::from(violates))
         .fetch_optional(tx)
         .await
         .map_err(|e| self.sql(e))
@@ -333,13 +336,13 @@ impl Store {
 
     async fn count_again(
         &self,
-        tx: &mut sqlx::SqliteConnection,
+        tx: &mut sqlx::AnyConnection,
         id: i64,
         times: i64,
         now: i64,
     ) -> Result<()> {
         sqlx::query(
-            "UPDATE examples SET times_added = times_added + ?, updated_at = ? WHERE id = ?",
+            "UPDATE examples SET times_added = times_added + $1, updated_at = $2 WHERE id = $3",
         )
         .bind(times)
         .bind(now)
@@ -358,8 +361,8 @@ impl Store {
         Ok(found)
     }
 
-    async fn set_accepted(&self, tx: &mut sqlx::SqliteConnection, id: i64) -> Result<bool> {
-        let done = sqlx::query("UPDATE examples SET accepted = 1 WHERE id = ?")
+    async fn set_accepted(&self, tx: &mut sqlx::AnyConnection, id: i64) -> Result<bool> {
+        let done = sqlx::query("UPDATE examples SET accepted = 1 WHERE id = $1")
             .bind(id)
             .execute(tx)
             .await
@@ -370,11 +373,11 @@ impl Store {
     /// Refuses a new proposal when the validator's are at [`MAX_PENDING_PER_VALIDATOR`].
     async fn room_for_a_proposal(
         &self,
-        tx: &mut sqlx::SqliteConnection,
+        tx: &mut sqlx::AnyConnection,
         validator: &str,
     ) -> Result<()> {
         let pending: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM examples WHERE validator_key = ? AND accepted = 0",
+            "SELECT COUNT(*) FROM examples WHERE validator_key = $1 AND accepted = 0",
         )
         .bind(validator)
         .fetch_one(tx)
@@ -391,7 +394,7 @@ impl Store {
 
     /// Removes an example; `false` when there was none with that id.
     pub async fn remove_example(&self, id: i64) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM examples WHERE id = ?")
+        let done = sqlx::query("DELETE FROM examples WHERE id = $1")
             .bind(id)
             .execute(&self.writer)
             .await

@@ -41,12 +41,13 @@ impl Store {
     ) -> Result<u64> {
         let export_err = |e: &dyn std::fmt::Display| StoreError::Export(e.to_string());
         let keys: Vec<String> = {
-            let mut q = sqlx::QueryBuilder::new(
-                "SELECT r.validator_key FROM validator_results r JOIN verdicts v ON v.id = r.verdict_id JOIN messages m ON m.id = v.message_id WHERE 1",
+            let mut q = crate::sql::Sql::new(
+                "SELECT r.validator_key FROM validator_results r JOIN verdicts v ON v.id = r.verdict_id JOIN messages m ON m.id = v.message_id WHERE TRUE",
             );
-            filter.push_conditions(&mut q);
+            filter.push_conditions(&mut q, self.engine);
             q.push(" GROUP BY r.validator_key ORDER BY min(r.position), r.validator_key");
-            q.build_query_scalar()
+            let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+            sqlx::query_scalar_with(&text, args)
                 .fetch_all(&self.reader)
                 .await
                 .map_err(|e| self.sql(e))?

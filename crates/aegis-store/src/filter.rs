@@ -1,9 +1,10 @@
 //! History filters, turned into SQL with bound parameters only.
 
 use aegis_guard::Status;
-use sqlx::{QueryBuilder, Sqlite};
 
+use crate::database::Engine;
 use crate::record::Source;
+use crate::sql::{push_text_search, Sql};
 
 /// Scores of one validator (or of any, when `validator` is `None`) inside `[min, max]`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -34,7 +35,7 @@ pub struct HistoryFilter {
 
 impl HistoryFilter {
     /// Appends ` AND ...` conditions on `v` (verdicts) and `m` (messages).
-    pub(crate) fn push_conditions(&self, q: &mut QueryBuilder<'_, Sqlite>) {
+    pub(crate) fn push_conditions(&self, q: &mut Sql, engine: Engine) {
         if let Some(status) = self.status {
             q.push(" AND v.status = ").push_bind(status.as_str());
         }
@@ -78,61 +79,7 @@ impl HistoryFilter {
             None => {}
         }
         if let Some(text) = &self.text {
-            match fts_query(text) {
-                Some(query) => {
-                    q.push(
-                        " AND m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ",
-                    )
-                    .push_bind(query)
-                    .push(")");
-                }
-                // Nothing searchable (only punctuation): nothing can match.
-                None => {
-                    q.push(" AND 0");
-                }
-            }
+            push_text_search(q, engine, text);
         }
-    }
-}
-
-/// User words as an FTS5 query: each word quoted (so `AND`, `*`, `"` and friends are just text)
-/// and all required. The last word also matches as a prefix, for search-as-you-type.
-pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<&str> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let last = words.len().checked_sub(1)?;
-    Some(
-        words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| {
-                if i == last {
-                    format!("\"{w}\"*")
-                } else {
-                    format!("\"{w}\"")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn search_text_becomes_quoted_words() {
-        assert_eq!(
-            fts_query("Beli saham, \"pasti\" cuan!").as_deref(),
-            Some("\"Beli\" \"saham\" \"pasti\" \"cuan\"*")
-        );
-        assert_eq!(
-            fts_query("AND OR NOT *").as_deref(),
-            Some("\"AND\" \"OR\" \"NOT\"*")
-        );
-        assert_eq!(fts_query("?!..."), None);
     }
 }

@@ -77,7 +77,7 @@ impl Store {
         let hash = content_hash(&version.content);
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
         let latest: Option<(i64, String)> = sqlx::query_as(
-            "SELECT id, content_hash FROM head_versions WHERE validator_key = ?
+            "SELECT id, content_hash FROM head_versions WHERE validator_key = $1
              ORDER BY id DESC LIMIT 1",
         )
         .bind(&version.validator)
@@ -92,7 +92,7 @@ impl Store {
         let id = sqlx::query_scalar(
             "INSERT INTO head_versions (validator_key, content_hash, content, data_sha256, metrics,
                  note, applied_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         )
         .bind(&version.validator)
         .bind(&hash)
@@ -111,7 +111,7 @@ impl Store {
     /// A validator's head versions, newest first.
     pub async fn head_versions(&self, validator: &str) -> Result<Vec<HeadVersion>> {
         let rows: Vec<VersionRow> = sqlx::query_as(&format!(
-            "{SELECT_VERSIONS} WHERE validator_key = ? ORDER BY id DESC"
+            "{SELECT_VERSIONS} WHERE validator_key = $1 ORDER BY id DESC"
         ))
         .bind(validator)
         .fetch_all(&self.reader)
@@ -124,7 +124,7 @@ impl Store {
     pub async fn head_version(&self, id: i64) -> Result<Option<(HeadVersion, Vec<u8>)>> {
         let row: Option<VersionRowWithContent> = sqlx::query_as(
             "SELECT id, validator_key, content_hash, data_sha256, metrics, note, applied_at,
-                    content FROM head_versions WHERE id = ?",
+                    content FROM head_versions WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.reader)

@@ -2,7 +2,7 @@
 //! verdict, so a killed import resumes after the last committed row and never records a row twice.
 
 use serde::Serialize;
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Any, Transaction};
 
 use crate::error::Result;
 use crate::open::Store;
@@ -37,7 +37,7 @@ impl Store {
     ) -> Result<ImportBatch> {
         let now = now_millis();
         sqlx::query_as::<_, ImportBatch>(
-            "INSERT INTO import_batches (file_name, file_sha256, total_rows, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+            "INSERT INTO import_batches (file_name, file_sha256, total_rows, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (file_sha256) DO UPDATE SET updated_at = excluded.updated_at
              RETURNING id, file_name, file_sha256, total_rows, rows_done, last_row, status",
         )
@@ -53,12 +53,12 @@ impl Store {
 
     pub(crate) async fn advance_import(
         &self,
-        tx: &mut Transaction<'_, Sqlite>,
+        tx: &mut Transaction<'_, Any>,
         import: ImportRow,
         now: i64,
     ) -> Result<()> {
         sqlx::query(
-            "UPDATE import_batches SET rows_done = rows_done + 1, last_row = max(last_row, ?), updated_at = ? WHERE id = ?",
+            "UPDATE import_batches SET rows_done = rows_done + 1, last_row = CASE WHEN last_row > $1 THEN last_row ELSE $1 END, updated_at = $2 WHERE id = $3",
         )
         .bind(import.row)
         .bind(now)
@@ -78,7 +78,7 @@ impl Store {
 
     pub async fn finish_import(&self, batch_id: i64) -> Result<ImportBatch> {
         sqlx::query_as::<_, ImportBatch>(
-            "UPDATE import_batches SET status = 'done', updated_at = ? WHERE id = ?
+            "UPDATE import_batches SET status = 'done', updated_at = $1 WHERE id = $2
              RETURNING id, file_name, file_sha256, total_rows, rows_done, last_row, status",
         )
         .bind(now_millis())
@@ -91,20 +91,21 @@ impl Store {
     /// Per validator, how many of a batch's messages it failed and its scores in ten bins
     /// ([0, 0.1), …, [0.9, 1]): the summary an import ends with, whole even after a resume.
     pub async fn import_tally(&self, batch_id: i64) -> Result<Vec<ValidatorTally>> {
-        let bins: Vec<(String, i64, i64, i64)> = sqlx::query_as(
-            "SELECT r.validator_key, min(CAST(r.score * 10 AS INTEGER), 9) AS bin,
-                    count(*), sum(1 - r.passed)
+        let query = format!(
+            "SELECT r.validator_key, {} AS bin, count(*), CAST(sum(1 - r.passed) AS BIGINT)
              FROM validator_results r
              JOIN verdicts v ON v.id = r.verdict_id
              JOIN messages m ON m.id = v.message_id
-             WHERE m.import_batch_id = ?
+             WHERE m.import_batch_id = $1
              GROUP BY r.validator_key, bin
              ORDER BY min(r.position), r.validator_key",
-        )
-        .bind(batch_id)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(|e| self.sql(e))?;
+            crate::sql::decile("r.score")
+        );
+        let bins: Vec<(String, i64, i64, i64)> = sqlx::query_as(&query)
+            .bind(batch_id)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))?;
         let mut tallies: Vec<ValidatorTally> = Vec::new();
         for (key, bin, count, failed) in bins {
             let index = match tallies.iter().position(|t| t.key == key) {

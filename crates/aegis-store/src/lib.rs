@@ -1,10 +1,11 @@
-//! Verdict history in SQLite: every message checked, its verdict and per-validator results, the
+//! Verdict history in SQLite or PostgreSQL: every message checked, its verdict and per-validator results, the
 //! template text behind them, reviewers' decisions, resumable imports, the labelled examples
 //! validators are taught with and every head applied to them.
 //!
 //! One writer connection (SQLite allows one writer; queuing in the pool beats busy retries) and a
 //! small pool of readers, in WAL mode so reading never blocks recording.
 
+mod database;
 mod error;
 mod eval_runs;
 mod examples;
@@ -18,8 +19,10 @@ mod queue;
 mod record;
 mod reviewed;
 mod reviews;
+mod sql;
 mod time;
 
+pub use database::Database;
 pub use error::{Result, StoreError};
 pub use eval_runs::{EvalRunSummary, StoredEvalRun};
 pub use examples::{Added, ExampleOrigin, NewExample, StoredExample, MAX_PENDING_PER_VALIDATOR};

@@ -1,25 +1,28 @@
 //! Opening the database: create or migrate it, and refuse clearly what cannot be opened safely.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::AnyPool;
+use sqlx::{Connection, Executor};
 
+use crate::database::{sqlite_url, Database, Engine};
 use crate::error::{classify, Result, StoreError};
 
-/// The migrations in the top-level `migrations/`, compiled into the binary.
-static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+/// The migrations in the top-level `migrations/`, one folder per engine, compiled into the
+/// binary. A change to the schema is a file in each, under the same number.
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
+static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../../migrations/postgres");
 
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// How long a write waits for another program's lock before giving up.
+    /// How long a write waits for another program's lock before giving up (SQLite).
     pub busy_timeout: Duration,
+    /// Connections that read (SQLite: beside its one writer; PostgreSQL: all of them).
     pub readers: u32,
 }
 
@@ -36,97 +39,39 @@ impl Default for StoreOptions {
 
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) path: PathBuf,
-    /// The one writer: SQLite serialises writers anyway, and queueing here is fairer than retrying.
-    pub(crate) writer: SqlitePool,
-    pub(crate) reader: SqlitePool,
+    pub(crate) database: Database,
+    pub(crate) engine: Engine,
+    /// SQLite: the one writer (SQLite serialises writers anyway, and queueing here is fairer than
+    /// retrying). PostgreSQL: the same pool as `reader`.
+    pub(crate) writer: AnyPool,
+    pub(crate) reader: AnyPool,
     /// Template versions already in the database, so recording skips re-inserting them.
     pub(crate) known_templates: Mutex<HashSet<(String, String)>>,
 }
 
 impl Store {
+    /// A SQLite file's store.
     pub async fn open(path: &Path) -> Result<Self> {
-        Self::open_with(path, &StoreOptions::default()).await
+        Self::connect(&Database::Sqlite(path.to_path_buf())).await
     }
 
     pub async fn open_with(path: &Path, options: &StoreOptions) -> Result<Self> {
-        let open_err = |message: String| StoreError::Open {
-            path: path.to_path_buf(),
-            message,
+        Self::connect_with(&Database::Sqlite(path.to_path_buf()), options).await
+    }
+
+    pub async fn connect(database: &Database) -> Result<Self> {
+        Self::connect_with(database, &StoreOptions::default()).await
+    }
+
+    pub async fn connect_with(database: &Database, options: &StoreOptions) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let (writer, reader) = match database {
+            Database::Sqlite(path) => open_sqlite(database, path, options).await?,
+            Database::Postgres(url) => open_postgres(database, url, options).await?,
         };
-        match std::fs::metadata(path) {
-            // Checked up front: SQLite would only notice at the first write, and an administrator
-            // opening it would not notice at all.
-            Ok(meta) if meta.permissions().readonly() => {
-                return Err(StoreError::ReadOnly {
-                    path: path.to_path_buf(),
-                })
-            }
-            Ok(meta) if !meta.is_file() => return Err(open_err("it is not a file".into())),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        open_err(format!("cannot create its folder {}: {e}", dir.display()))
-                    })?;
-                }
-            }
-            Err(e) => return Err(open_err(e.to_string())),
-        }
-        let connect = SqliteConnectOptions::from_str("sqlite://")
-            .map_err(|e| open_err(e.to_string()))?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // In WAL mode NORMAL loses no committed row when the process dies (only on power
-            // loss), and spares an fsync per verdict.
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(options.busy_timeout);
-        // Two programs opening a new database at once would race: both switching it to WAL (which
-        // can fail at once, without waiting) and both creating the tables (sqlx's SQLite migrator
-        // takes no lock). A lock file beside the database serialises opening until migrated.
-        let lock_path = path.with_extension("db-migrate-lock");
-        // Waiting for the lock blocks, so it waits off the async runtime's threads.
-        let locking = lock_path.clone();
-        let lock = tokio::task::spawn_blocking(move || {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&locking)
-                .and_then(|file| file.lock().map(|()| file))
-        })
-        .await
-        .map_err(|e| open_err(e.to_string()))?
-        .map_err(|e| open_err(format!("cannot lock {}: {e}", lock_path.display())))?;
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(connect.clone())
-            .await
-            .map_err(|e| classify(path, e))?;
-        // A damaged file can still "connect"; reading the schema is what finds out.
-        sqlx::query("SELECT count(*) FROM sqlite_master")
-            .execute(&writer)
-            .await
-            .map_err(|e| classify(path, e))?;
-        let migrated = MIGRATOR.run(&writer).await;
-        drop(lock);
-        migrated.map_err(|e| match e {
-            MigrateError::VersionMissing(version) => StoreError::NewerSchema {
-                path: path.to_path_buf(),
-                version,
-            },
-            MigrateError::Execute(e) => classify(path, e),
-            other => open_err(format!("migrating the schema failed: {other}")),
-        })?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(options.readers.max(1))
-            .connect_with(connect.read_only(true))
-            .await
-            .map_err(|e| classify(path, e))?;
         let store = Self {
-            path: path.to_path_buf(),
+            database: database.clone(),
+            engine: database.engine(),
             writer,
             reader,
             known_templates: Mutex::new(HashSet::new()),
@@ -140,12 +85,13 @@ impl Store {
         Ok(store)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the history is kept.
+    pub fn database(&self) -> &Database {
+        &self.database
     }
 
     pub(crate) fn sql(&self, error: sqlx::Error) -> StoreError {
-        classify(&self.path, error)
+        classify(&self.database, error)
     }
 
     /// Waits for pending work and closes the connections.
@@ -153,4 +99,134 @@ impl Store {
         self.writer.close().await;
         self.reader.close().await;
     }
+}
+
+fn migration_error(database: &Database, error: MigrateError) -> StoreError {
+    match error {
+        MigrateError::VersionMissing(version) => StoreError::NewerSchema {
+            database: database.to_string(),
+            version,
+        },
+        MigrateError::Execute(e) => classify(database, e),
+        other => StoreError::Open {
+            database: database.to_string(),
+            message: format!("migrating the schema failed: {other}"),
+        },
+    }
+}
+
+async fn open_sqlite(
+    database: &Database,
+    path: &Path,
+    options: &StoreOptions,
+) -> Result<(AnyPool, AnyPool)> {
+    let open_err = |message: String| StoreError::Open {
+        database: database.to_string(),
+        message,
+    };
+    match std::fs::metadata(path) {
+        // Checked up front: SQLite would only notice at the first write, and an administrator
+        // opening it would not notice at all.
+        Ok(meta) if meta.permissions().readonly() => {
+            return Err(StoreError::ReadOnly {
+                database: database.to_string(),
+            })
+        }
+        Ok(meta) if !meta.is_file() => return Err(open_err("it is not a file".into())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    open_err(format!("cannot create its folder {}: {e}", dir.display()))
+                })?;
+            }
+        }
+        Err(e) => return Err(open_err(e.to_string())),
+    }
+    // Every connection waits for another program's lock rather than failing at once, and keeps
+    // foreign keys (SQLite forgets both per connection). In WAL mode NORMAL loses no committed
+    // row when the process dies (only on power loss), and spares an fsync per verdict.
+    let pragmas: std::sync::Arc<str> = format!(
+        "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+        options.busy_timeout.as_millis()
+    )
+    .into();
+    // Two programs opening a new database at once would race: both switching it to WAL (which
+    // can fail at once, without waiting) and both creating the tables (sqlx's SQLite migrator
+    // takes no lock). A lock file beside the database serialises opening until migrated.
+    let lock_path = path.with_extension("db-migrate-lock");
+    // Waiting for the lock blocks, so it waits off the async runtime's threads.
+    let locking = lock_path.clone();
+    let lock = tokio::task::spawn_blocking(move || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&locking)
+            .and_then(|file| file.lock().map(|()| file))
+    })
+    .await
+    .map_err(|e| open_err(e.to_string()))?
+    .map_err(|e| open_err(format!("cannot lock {}: {e}", lock_path.display())))?;
+    // One connection first, so a damaged or locked file is named: a pool retries a connection
+    // that fails until it times out, and would only say that. A damaged file can still
+    // "connect"; reading the schema is what finds out.
+    let mut probe = sqlx::AnyConnection::connect(&sqlite_url(path, "rwc"))
+        .await
+        .map_err(|e| classify(database, e))?;
+    probe
+        .execute(&*format!(
+            "{pragmas} SELECT count(*) FROM sqlite_master; PRAGMA journal_mode = WAL;"
+        ))
+        .await
+        .map_err(|e| classify(database, e))?;
+    probe.close().await.map_err(|e| classify(database, e))?;
+    let writer = AnyPoolOptions::new()
+        .max_connections(1)
+        .after_connect({
+            let pragmas = pragmas.clone();
+            move |conn, _| {
+                let pragmas = pragmas.clone();
+                Box::pin(async move { conn.execute(&*pragmas).await.map(|_| ()) })
+            }
+        })
+        .connect(&sqlite_url(path, "rwc"))
+        .await
+        .map_err(|e| classify(database, e))?;
+    let migrated = SQLITE_MIGRATOR.run(&writer).await;
+    drop(lock);
+    migrated.map_err(|e| migration_error(database, e))?;
+    let reader = AnyPoolOptions::new()
+        .max_connections(options.readers.max(1))
+        .after_connect(move |conn, _| {
+            let pragmas = pragmas.clone();
+            Box::pin(async move { conn.execute(&*pragmas).await.map(|_| ()) })
+        })
+        .connect(&sqlite_url(path, "ro"))
+        .await
+        .map_err(|e| classify(database, e))?;
+    Ok((writer, reader))
+}
+
+async fn open_postgres(
+    database: &Database,
+    url: &str,
+    options: &StoreOptions,
+) -> Result<(AnyPool, AnyPool)> {
+    let pool = AnyPoolOptions::new()
+        // Readers and writers share the pool: PostgreSQL runs writers side by side.
+        .max_connections(options.readers.max(1) + 1)
+        .acquire_timeout(options.busy_timeout)
+        .connect(url)
+        .await
+        .map_err(|e| StoreError::Open {
+            database: database.to_string(),
+            message: format!("cannot connect: {e}"),
+        })?;
+    // sqlx's PostgreSQL migrator holds an advisory lock: consoles starting together take turns.
+    POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .map_err(|e| migration_error(database, e))?;
+    Ok((pool.clone(), pool))
 }

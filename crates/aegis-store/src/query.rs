@@ -4,12 +4,14 @@ use std::collections::HashMap;
 
 use aegis_guard::{ReadingScore, Role, Turn};
 use serde::Serialize;
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::any::AnyRow;
+use sqlx::Row;
 
 use crate::error::{Result, StoreError};
 use crate::filter::HistoryFilter;
 use crate::open::Store;
 use crate::reviews::Review;
+use crate::sql::{utc_day, Sql};
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -148,10 +150,10 @@ impl Store {
         limit: u32,
     ) -> Result<HistoryPage> {
         let limit = limit.clamp(1, 10_000);
-        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(format!(
-            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE 1"
+        let mut q = Sql::new(format!(
+            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE"
         ));
-        filter.push_conditions(&mut q);
+        filter.push_conditions(&mut q, self.engine);
         if let Some(c) = after {
             q.push(" AND (v.created_at, v.id) < (")
                 .push_bind(c.created_at)
@@ -161,8 +163,8 @@ impl Store {
         }
         q.push(" ORDER BY v.created_at DESC, v.id DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let raw = q
-            .build()
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let raw = sqlx::query_with(&text, args)
             .fetch_all(&self.reader)
             .await
             .map_err(|e| self.sql(e))?;
@@ -184,11 +186,12 @@ impl Store {
 
     /// How many verdicts match.
     pub async fn count(&self, filter: &HistoryFilter) -> Result<i64> {
-        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "SELECT count(*) FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE 1",
+        let mut q = Sql::new(
+            "SELECT count(*) FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE",
         );
-        filter.push_conditions(&mut q);
-        q.build_query_scalar()
+        filter.push_conditions(&mut q, self.engine);
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        sqlx::query_scalar_with(&text, args)
             .fetch_one(&self.reader)
             .await
             .map_err(|e| self.sql(e))
@@ -198,14 +201,14 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+        let mut q = Sql::new(
             "SELECT r.verdict_id, r.validator_key, r.score, r.prompt_score, r.learned_score, r.decided_by, r.threshold, r.passed, r.latency_ms, t.content_hash, r.head_hash
              FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id IN (",
         );
         close_verdict_ids(&mut q, rows);
         q.push(" ORDER BY r.verdict_id, r.position");
-        let raw = q
-            .build()
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let raw = sqlx::query_with(&text, args)
             .fetch_all(&self.reader)
             .await
             .map_err(|e| self.sql(e))?;
@@ -219,7 +222,7 @@ impl Store {
                     learned_score: r.try_get(4)?,
                     decided_by: r.try_get(5)?,
                     threshold: r.try_get(6)?,
-                    passed: r.try_get(7)?,
+                    passed: r.try_get::<i64, _>(7)? != 0,
                     latency_ms: r.try_get(8)?,
                     template_hash: r.try_get(9)?,
                     head_hash: r.try_get(10)?,
@@ -247,13 +250,13 @@ impl Store {
         &self,
         rows: &[HistoryRow],
     ) -> Result<HashMap<(i64, String), Vec<ReadingScore>>> {
-        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
+        let mut q = Sql::new(
             "SELECT verdict_id, validator_key, reading, score, decided, turned FROM validator_readings WHERE verdict_id IN (",
         );
         close_verdict_ids(&mut q, rows);
         q.push(" ORDER BY verdict_id, validator_key, position");
-        let raw = q
-            .build()
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let raw = sqlx::query_with(&text, args)
             .fetch_all(&self.reader)
             .await
             .map_err(|e| self.sql(e))?;
@@ -266,8 +269,8 @@ impl Store {
                     ReadingScore {
                         reading: r.try_get(2)?,
                         score: score as f32,
-                        decided: r.try_get(4)?,
-                        turned: r.try_get(5)?,
+                        decided: r.try_get::<i64, _>(4)? != 0,
+                        turned: r.try_get::<i64, _>(5)? != 0,
                     },
                 ))
             })()
@@ -280,7 +283,7 @@ impl Store {
     /// One verdict with its results, the template text each validator used, and its reviews.
     pub async fn get(&self, verdict_id: i64) -> Result<Option<VerdictDetail>> {
         let raw = sqlx::query(&format!(
-            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE v.id = ?"
+            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE v.id = $1"
         ))
         .bind(verdict_id)
         .fetch_optional(&self.reader)
@@ -291,7 +294,7 @@ impl Store {
         self.attach_results(&mut rows).await?;
         let row = rows.remove(0);
         let templates: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT t.validator_key, t.content_hash, t.content FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id = ? ORDER BY r.position",
+            "SELECT t.validator_key, t.content_hash, t.content FROM validator_results r JOIN template_versions t ON t.id = r.template_version_id WHERE r.verdict_id = $1 ORDER BY r.position",
         )
         .bind(verdict_id)
         .fetch_all(&self.reader)
@@ -313,14 +316,16 @@ impl Store {
 
     /// Checked and failed counts per validator per UTC day, oldest day first.
     pub async fn daily_counts(&self, filter: &HistoryFilter) -> Result<Vec<DailyCount>> {
-        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "SELECT date(v.created_at / 1000, 'unixepoch') AS day, r.validator_key, count(*), sum(1 - r.passed)
-             FROM verdicts v JOIN messages m ON m.id = v.message_id JOIN validator_results r ON r.verdict_id = v.id WHERE 1",
-        );
-        filter.push_conditions(&mut q);
+        // PostgreSQL sums BIGINTs as NUMERIC, which the Any driver cannot read: cast back.
+        let mut q = Sql::new(format!(
+            "SELECT {} AS day, r.validator_key, count(*), CAST(sum(1 - r.passed) AS BIGINT)
+             FROM verdicts v JOIN messages m ON m.id = v.message_id JOIN validator_results r ON r.verdict_id = v.id WHERE TRUE",
+            utc_day(self.engine, "v.created_at")
+        ));
+        filter.push_conditions(&mut q, self.engine);
         q.push(" GROUP BY day, r.validator_key ORDER BY day, r.validator_key");
-        let rows: Vec<(String, String, i64, i64)> = q
-            .build_query_as()
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let rows: Vec<(String, String, i64, i64)> = sqlx::query_as_with(&text, args)
             .fetch_all(&self.reader)
             .await
             .map_err(|e| self.sql(e))?;
@@ -337,7 +342,7 @@ impl Store {
 
     /// Deletes one verdict with its message, results and reviews. False when it was not there.
     pub async fn delete(&self, verdict_id: i64) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM verdicts WHERE id = ?")
+        let done = sqlx::query("DELETE FROM verdicts WHERE id = $1")
             .bind(verdict_id)
             .execute(&self.writer)
             .await
@@ -347,13 +352,13 @@ impl Store {
 
     /// Deletes every verdict the filter matches; returns how many.
     pub async fn delete_matching(&self, filter: &HistoryFilter) -> Result<u64> {
-        let mut q: QueryBuilder<'_, Sqlite> = QueryBuilder::new(
-            "DELETE FROM verdicts WHERE id IN (SELECT v.id FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE 1",
+        let mut q = Sql::new(
+            "DELETE FROM verdicts WHERE id IN (SELECT v.id FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE",
         );
-        filter.push_conditions(&mut q);
+        filter.push_conditions(&mut q, self.engine);
         q.push(")");
-        let done = q
-            .build()
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let done = sqlx::query_with(&text, args)
             .execute(&self.writer)
             .await
             .map_err(|e| self.sql(e))?;
@@ -364,7 +369,7 @@ impl Store {
     pub async fn set_retention_days(&self, days: Option<u32>) -> Result<u64> {
         match days {
             Some(days) => {
-                sqlx::query("INSERT INTO settings (key, value) VALUES ('retention_days', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                sqlx::query("INSERT INTO settings (key, value) VALUES ('retention_days', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
                     .bind(days.to_string())
                     .execute(&self.writer)
                     .await
@@ -401,7 +406,7 @@ impl Store {
     }
 }
 
-fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx::Error> {
+fn row_from(r: &AnyRow) -> std::result::Result<HistoryRow, sqlx::Error> {
     Ok(HistoryRow {
         verdict_id: r.try_get(0)?,
         message_id: r.try_get(1)?,
@@ -432,10 +437,7 @@ fn row_from(r: &sqlx::sqlite::SqliteRow) -> std::result::Result<HistoryRow, sqlx
 }
 
 /// Ends a query's `verdict_id IN (` with the ids of `rows`, bound.
-fn close_verdict_ids(q: &mut QueryBuilder<'_, Sqlite>, rows: &[HistoryRow]) {
-    let mut ids = q.separated(", ");
-    for row in rows {
-        ids.push_bind(row.verdict_id);
-    }
-    q.push(")");
+fn close_verdict_ids(q: &mut Sql, rows: &[HistoryRow]) {
+    q.push_binds(rows.iter().map(|row| row.verdict_id))
+        .push(")");
 }

@@ -2,11 +2,11 @@
 //! uncertain first; and saved template versions.
 
 use serde::Serialize;
-use sqlx::{QueryBuilder, Sqlite};
 
 use crate::error::Result;
 use crate::open::Store;
 use crate::query::HistoryRow;
+use crate::sql::Sql;
 use crate::time::now_millis;
 
 /// SQL for the queue's members and their uncertainty: the smallest distance of any validator's
@@ -43,13 +43,12 @@ pub struct TemplateSave {
 
 impl Store {
     pub async fn review_queue(&self, margin: f64, limit: u32) -> Result<ReviewQueue> {
-        let mut q: QueryBuilder<'_, Sqlite> =
-            QueryBuilder::new(format!("SELECT id FROM ({QUEUE_SQL}"));
+        let mut q = Sql::new(format!("SELECT id FROM ({QUEUE_SQL}"));
         q.push_bind(margin)
-            .push(") ORDER BY uncertainty ASC, id DESC LIMIT ")
+            .push(") AS queue ORDER BY uncertainty ASC, id DESC LIMIT ")
             .push_bind(i64::from(limit.clamp(1, 1000)));
-        let ids: Vec<i64> = q
-            .build_query_scalar()
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let ids: Vec<i64> = sqlx::query_scalar_with(&text, args)
             .fetch_all(&self.reader)
             .await
             .map_err(|e| self.sql(e))?;
@@ -59,11 +58,10 @@ impl Store {
                 items.push(detail.row);
             }
         }
-        let mut count: QueryBuilder<'_, Sqlite> =
-            QueryBuilder::new(format!("SELECT count(*) FROM ({QUEUE_SQL}"));
-        count.push_bind(margin).push(")");
-        let remaining = count
-            .build_query_scalar()
+        let mut count = Sql::new(format!("SELECT count(*) FROM ({QUEUE_SQL}"));
+        count.push_bind(margin).push(") AS queue");
+        let (text, args) = count.into_parts().map_err(|e| self.sql(e))?;
+        let remaining = sqlx::query_scalar_with(&text, args)
             .fetch_one(&self.reader)
             .await
             .map_err(|e| self.sql(e))?;
@@ -72,7 +70,7 @@ impl Store {
 
     /// Takes a review back (a reviewer's undo); false when there was none with this id.
     pub async fn delete_review(&self, review_id: i64) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM reviews WHERE id = ?")
+        let done = sqlx::query("DELETE FROM reviews WHERE id = $1")
             .bind(review_id)
             .execute(&self.writer)
             .await
@@ -90,8 +88,8 @@ impl Store {
         let now = now_millis();
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
         let version: i64 = sqlx::query_scalar(
-            "INSERT INTO template_versions (validator_key, content_hash, content, created_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (validator_key, content_hash) DO UPDATE SET content = content
+            "INSERT INTO template_versions (validator_key, content_hash, content, created_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (validator_key, content_hash) DO UPDATE SET content = excluded.content
              RETURNING id",
         )
         .bind(key)
@@ -102,7 +100,7 @@ impl Store {
         .await
         .map_err(|e| self.sql(e))?;
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO template_saves (template_version_id, saved_at) VALUES (?, ?) RETURNING id",
+            "INSERT INTO template_saves (template_version_id, saved_at) VALUES ($1, $2) RETURNING id",
         )
         .bind(version)
         .bind(now)
@@ -124,7 +122,7 @@ impl Store {
         let rows: Vec<(i64, String, String, String, i64)> = sqlx::query_as(
             "SELECT s.id, t.validator_key, t.content_hash, t.content, s.saved_at
              FROM template_saves s JOIN template_versions t ON t.id = s.template_version_id
-             WHERE t.validator_key = ? ORDER BY s.id DESC LIMIT ?",
+             WHERE t.validator_key = $1 ORDER BY s.id DESC LIMIT $2",
         )
         .bind(key)
         .bind(i64::from(limit.clamp(1, 1000)))

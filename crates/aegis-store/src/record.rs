@@ -86,14 +86,14 @@ impl Store {
     /// Keeps a template's text once per (key, hash), shared by verdicts, saves and evaluation runs.
     pub(crate) async fn keep_template_version(
         &self,
-        tx: &mut sqlx::SqliteConnection,
+        tx: &mut sqlx::AnyConnection,
         key: &str,
         content_hash: &str,
         content: &str,
         now: i64,
     ) -> Result<()> {
         sqlx::query(
-            "INSERT OR IGNORE INTO template_versions (validator_key, content_hash, content, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO template_versions (validator_key, content_hash, content, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
         )
         .bind(key)
         .bind(content_hash)
@@ -124,7 +124,7 @@ impl Store {
                 .await?;
         }
         let message_id: i64 = sqlx::query_scalar(
-            "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, role, turn_index, context, context_cut, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, role, turn_index, context, context_cut, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         )
         .bind(new.text)
         .bind(new.source.as_str())
@@ -144,7 +144,7 @@ impl Store {
         .map_err(|e| self.sql(e))?;
         let v = new.verdict;
         let verdict_id: i64 = sqlx::query_scalar(
-            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, encoder_id, encoder_hash, latency_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, encoder_id, encoder_hash, latency_ms, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
         )
         .bind(message_id)
         .bind(v.status.as_str())
@@ -171,7 +171,7 @@ impl Store {
                 })?;
             sqlx::query(
                 "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM template_versions WHERE validator_key = ? AND content_hash = ?))",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT id FROM template_versions WHERE validator_key = $12 AND content_hash = $13))",
             )
             .bind(verdict_id)
             .bind(&r.key)
@@ -181,7 +181,7 @@ impl Store {
             .bind(r.learned_score.map(f64::from))
             .bind(r.decided_by.as_str())
             .bind(as_written(r.threshold))
-            .bind(r.passed)
+            .bind(i64::from(r.passed))
             .bind(r.latency_ms)
             .bind(&r.head_hash)
             .bind(&r.key)
@@ -189,7 +189,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.message().contains("NOT NULL") => {
+                sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::NotNullViolation => {
                     StoreError::Invalid(format!(
                         "template {} ({}) was not given to record",
                         r.key, template_hash
@@ -199,15 +199,15 @@ impl Store {
             })?;
             for (position, reading) in r.readings.iter().enumerate() {
                 sqlx::query(
-                    "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 )
                 .bind(verdict_id)
                 .bind(&r.key)
                 .bind(position as i64)
                 .bind(&reading.reading)
                 .bind(f64::from(reading.score))
-                .bind(reading.decided)
-                .bind(reading.turned)
+                .bind(i64::from(reading.decided))
+                .bind(i64::from(reading.turned))
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| self.sql(e))?;

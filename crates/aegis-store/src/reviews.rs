@@ -70,7 +70,7 @@ impl Store {
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
         let keys: Vec<String> =
-            sqlx::query_scalar("SELECT validator_key FROM validator_results WHERE verdict_id = ?")
+            sqlx::query_scalar("SELECT validator_key FROM validator_results WHERE verdict_id = $1")
                 .bind(review.verdict_id)
                 .fetch_all(&mut *tx)
                 .await
@@ -88,7 +88,7 @@ impl Store {
             )));
         }
         let id = sqlx::query_scalar(
-            "INSERT INTO reviews (verdict_id, reviewer, decision, validator_decisions, note, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO reviews (verdict_id, reviewer, decision, validator_decisions, note, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(review.verdict_id)
         .bind(review.reviewer.trim())
@@ -105,7 +105,7 @@ impl Store {
 
     pub(crate) async fn reviews_of(&self, verdict_id: i64) -> Result<Vec<Review>> {
         let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
-            "SELECT id, reviewer, decision, validator_decisions, note, created_at FROM reviews WHERE verdict_id = ? ORDER BY created_at, id",
+            "SELECT id, reviewer, decision, validator_decisions, note, created_at FROM reviews WHERE verdict_id = $1 ORDER BY created_at, id",
         )
         .bind(verdict_id)
         .fetch_all(&self.reader)

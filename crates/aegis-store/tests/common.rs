@@ -1,10 +1,8 @@
-use std::path::PathBuf;
-
 use aegis_guard::{
     Language, ModelRef, ReadingScore, ScoreSource, Status, TemplateVersion, ValidatorResult,
     Verdict, TURN_READING,
 };
-use aegis_store::{NewVerdict, Source, Store, TemplateContent};
+use aegis_store::{Database, NewVerdict, Source, Store, TemplateContent};
 
 pub const KEYS: [&str; 4] = ["spam", "toxic", "harassment", "financial_advice"];
 
@@ -88,23 +86,69 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
     }
 }
 
+/// The PostgreSQL server the tests run against instead of SQLite files, when set (the test
+/// script starts one with `scripts/postgres.sh` and runs this binary once per engine).
+pub const POSTGRES_ENV: &str = "AEGIS_TEST_POSTGRES_URL";
+
+/// A store of its own for one test: a SQLite file in a temporary folder, or a new database on
+/// the PostgreSQL server [`POSTGRES_ENV`] names.
 pub struct TempStore {
-    pub dir: tempfile::TempDir,
+    /// Holds the SQLite file (or nothing, on PostgreSQL) until the test ends.
+    pub _dir: tempfile::TempDir,
+    pub database: Database,
     pub store: Store,
 }
 
 impl TempStore {
-    pub fn path(&self) -> PathBuf {
-        self.dir.path().join("history.db")
+    /// The URL another program (sqlx's Any driver) would connect to.
+    pub fn url(&self) -> String {
+        match &self.database {
+            Database::Sqlite(path) => format!("sqlite://{}", path.display()),
+            Database::Postgres(url) => url.clone(),
+        }
     }
 }
 
 pub async fn temp_store() -> TempStore {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("history.db"))
+    let database = match std::env::var(POSTGRES_ENV) {
+        Ok(server) if !server.is_empty() => new_postgres_database(&server).await,
+        _ => Database::Sqlite(dir.path().join("history.db")),
+    };
+    let store = Store::connect(&database).await.expect("open");
+    TempStore {
+        _dir: dir,
+        database,
+        store,
+    }
+}
+
+/// A new, empty database on `server` (a URL ending in a database name), so tests running side by
+/// side never see each other's rows.
+async fn new_postgres_database(server: &str) -> Database {
+    use sqlx::Connection;
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    sqlx::any::install_default_drivers();
+    let name = format!(
+        "aegis_test_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut admin = sqlx::AnyConnection::connect(server)
         .await
-        .expect("open");
-    TempStore { dir, store }
+        .expect("the test PostgreSQL server");
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name}"))
+        .execute(&mut admin)
+        .await
+        .expect("drop a leftover database");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .expect("create a test database");
+    let (base, _) = server
+        .rsplit_once('/')
+        .expect("a server URL ends in a database name");
+    Database::Postgres(format!("{base}/{name}"))
 }
 
 pub async fn record(

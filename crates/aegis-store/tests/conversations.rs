@@ -84,7 +84,7 @@ async fn rows_kept_before_readings_were_data_keep_the_readings_they_had() {
             .expect("create");
     let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../migrations"
+        "/../../migrations/sqlite"
     )))
     .await
     .expect("migrations");

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use aegis_guard::Status;
-use aegis_store::{Decision, HistoryFilter, NewReview, ScoreRange, Source, Store};
+use aegis_store::{Database, Decision, HistoryFilter, NewReview, ScoreRange, Source, Store};
 
 use crate::common::{record, temp_store};
 
@@ -9,23 +9,28 @@ use crate::common::{record, temp_store};
 async fn migrating_from_empty_creates_the_schema_and_reopens() {
     use sqlx::Connection;
     let t = temp_store().await;
-    // Read with a separate connection, as another program would see the file.
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", t.path().display()))
+    // Read with a separate connection, as another program would see the database.
+    let mut conn = sqlx::AnyConnection::connect(&t.url())
         .await
         .expect("connect");
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .fetch_all(&mut conn)
-            .await
-            .expect("names");
+    let tables_sql = match t.database {
+        Database::Sqlite(_) => "SELECT name FROM sqlite_master WHERE type = 'table'",
+        Database::Postgres(_) => {
+            "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = 'public'"
+        }
+    };
+    let tables: Vec<String> = sqlx::query_scalar(tables_sql)
+        .fetch_all(&mut conn)
+        .await
+        .expect("names");
     for table in [
         "messages",
         "verdicts",
         "validator_results",
+        "validator_readings",
         "template_versions",
         "reviews",
         "import_batches",
-        "messages_fts",
         "examples",
         "head_versions",
     ] {
@@ -34,14 +39,17 @@ async fn migrating_from_empty_creates_the_schema_and_reopens() {
             "{table} missing from {tables:?}"
         );
     }
-    let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(&mut conn)
-        .await
-        .expect("journal mode");
-    assert_eq!(journal, "wal");
-    let path = t.path();
+    if let Database::Sqlite(_) = t.database {
+        assert!(tables.iter().any(|n| n == "messages_fts"), "{tables:?}");
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&mut conn)
+            .await
+            .expect("journal mode");
+        assert_eq!(journal, "wal");
+    }
+    conn.close().await.expect("close");
     t.store.close().await;
-    let again = Store::open(&path)
+    let again = Store::connect(&t.database)
         .await
         .expect("reopen applies nothing twice");
     assert_eq!(
@@ -346,9 +354,9 @@ async fn keyset_pages_cover_everything_once() {
 #[tokio::test]
 async fn concurrent_writers_lose_nothing() {
     let t = temp_store().await;
-    let path = t.path();
-    // A second store on the same file stands for a second program (the app beside an import).
-    let other = Store::open(&path).await.expect("second handle");
+    // A second store on the same database stands for a second program (the app beside an
+    // import).
+    let other = Store::connect(&t.database).await.expect("second handle");
     tokio::join!(
         async {
             for i in 0..60 {

@@ -24,13 +24,13 @@ async fn deleting_and_retention() {
         "its message left the search index too"
     );
 
-    // Age one verdict by 40 days, as another program would see the file.
+    // Age one verdict by 40 days, as another program would see the database.
     {
         use sqlx::Connection;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", t.path().display()))
+        let mut conn = sqlx::AnyConnection::connect(&t.url())
             .await
             .expect("connect");
-        sqlx::query("UPDATE verdicts SET created_at = created_at - 40 * 86400000 WHERE id = ?")
+        sqlx::query("UPDATE verdicts SET created_at = created_at - CAST(40 AS BIGINT) * 86400000 WHERE id = $1")
             .bind(old)
             .execute(&mut conn)
             .await

@@ -37,6 +37,12 @@ encoder_server: string,
  */
 prompts_dir: string, 
 /**
+ * Where history is kept: empty for `history.db` in the data folder, a SQLite file's path,
+ * or a `postgres://` URL a team shares. Read when the console starts; `AEGIS_DATABASE_URL`
+ * wins over it.
+ */
+database: string, 
+/**
  * Have the model write each rejection message (slower); else the templates' own.
  */
 generate_rejection: boolean, rejection_language: RejectionLanguage, 

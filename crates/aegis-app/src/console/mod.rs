@@ -146,7 +146,8 @@ impl Console {
             source,
         })?;
         let settings = Settings::load(&config.data_dir.join("settings.json"));
-        let store = Arc::new(Store::open(&config.data_dir.join("history.db")).await?);
+        let database = settings.history_database(&config.data_dir)?;
+        let store = Arc::new(Store::connect(&database).await?);
         let model = Arc::new(watch::Sender::new(ModelState::loading(&settings.model, "")));
         let console = Arc::new(Self {
             data_dir: config.data_dir,
@@ -231,7 +232,7 @@ impl Console {
         AppInfo {
             version: env!("CARGO_PKG_VERSION").into(),
             data_dir: self.data_dir.display().to_string(),
-            history_path: self.store.path().display().to_string(),
+            history_path: self.store.database().to_string(),
             prompts_dir: self
                 .prompts_dir()
                 .map_or_else(|e| e.to_string(), |dir| dir.display().to_string()),
