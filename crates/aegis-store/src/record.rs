@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
+use crate::sql::Sql;
 use crate::time::now_millis;
 
 /// Where a message came from.
@@ -160,58 +161,98 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| self.sql(e))?;
+        // One statement for the results and one for their readings: each statement is a round
+        // trip to a PostgreSQL server, and a verdict has four results and their readings.
+        let mut results = Sql::new(
+            "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id) VALUES ",
+        );
+        let mut readings = Sql::new(
+            "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES ",
+        );
+        let mut any_reading = false;
         for (position, r) in v.results.iter().enumerate() {
             let template_hash = v
                 .templates
                 .iter()
                 .find(|t| t.key == r.key)
-                .map(|t| t.content_hash.as_str())
+                .map(|t| t.content_hash.clone())
                 .ok_or_else(|| {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
-            sqlx::query(
-                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT id FROM template_versions WHERE validator_key = $12 AND content_hash = $13))",
-            )
-            .bind(verdict_id)
-            .bind(&r.key)
-            .bind(position as i64)
-            .bind(f64::from(r.score))
-            .bind(r.prompt_score.map(f64::from))
-            .bind(r.learned_score.map(f64::from))
-            .bind(r.decided_by.as_str())
-            .bind(as_written(r.threshold))
-            .bind(i64::from(r.passed))
-            .bind(r.latency_ms)
-            .bind(&r.head_hash)
-            .bind(&r.key)
-            .bind(template_hash)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::NotNullViolation => {
-                    StoreError::Invalid(format!(
-                        "template {} ({}) was not given to record",
-                        r.key, template_hash
-                    ))
-                }
-                _ => self.sql(e),
-            })?;
+            results
+                .push(if position == 0 { "(" } else { ", (" })
+                .push_binds([verdict_id])
+                .push(", ")
+                .push_binds([r.key.clone()])
+                .push(", ")
+                .push_binds([position as i64])
+                .push(", ")
+                .push_binds([f64::from(r.score)])
+                .push(", ")
+                .push_binds([
+                    r.prompt_score.map(f64::from),
+                    r.learned_score.map(f64::from),
+                ])
+                .push(", ")
+                .push_binds([r.decided_by.as_str()])
+                .push(", ")
+                .push_binds([as_written(r.threshold)])
+                .push(", ")
+                .push_binds([i64::from(r.passed)])
+                .push(", ")
+                .push_binds([r.latency_ms])
+                .push(", ")
+                .push_binds([r.head_hash.clone()])
+                .push(", (SELECT id FROM template_versions WHERE validator_key = ")
+                .push_binds([r.key.clone()])
+                .push(" AND content_hash = ")
+                .push_binds([template_hash])
+                .push("))");
             for (position, reading) in r.readings.iter().enumerate() {
-                sqlx::query(
-                    "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(verdict_id)
-                .bind(&r.key)
-                .bind(position as i64)
-                .bind(&reading.reading)
-                .bind(f64::from(reading.score))
-                .bind(i64::from(reading.decided))
-                .bind(i64::from(reading.turned))
+                readings
+                    .push(if any_reading { ", (" } else { "(" })
+                    .push_binds([verdict_id])
+                    .push(", ")
+                    .push_binds([r.key.clone()])
+                    .push(", ")
+                    .push_binds([position as i64])
+                    .push(", ")
+                    .push_binds([reading.reading.clone()])
+                    .push(", ")
+                    .push_binds([f64::from(reading.score)])
+                    .push(", ")
+                    .push_binds([i64::from(reading.decided), i64::from(reading.turned)])
+                    .push(")");
+                any_reading = true;
+            }
+        }
+        if !v.results.is_empty() {
+            let (text, args) = results.into_parts().map_err(|e| self.sql(e))?;
+            sqlx::query_with(&text, args)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(db)
+                        if db.kind() == sqlx::error::ErrorKind::NotNullViolation =>
+                    {
+                        StoreError::Invalid(format!(
+                            "a template of this verdict ({}) was not given to record",
+                            v.templates
+                                .iter()
+                                .map(|t| format!("{} {}", t.key, t.content_hash))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    }
+                    _ => self.sql(e),
+                })?;
+        }
+        if any_reading {
+            let (text, args) = readings.into_parts().map_err(|e| self.sql(e))?;
+            sqlx::query_with(&text, args)
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| self.sql(e))?;
-            }
         }
         if let Some(import) = new.import {
             self.advance_import(&mut tx, import, now).await?;
