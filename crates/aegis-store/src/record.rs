@@ -169,7 +169,6 @@ impl Store {
         let mut readings = Sql::new(
             "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES ",
         );
-        let mut any_reading = false;
         for (position, r) in v.results.iter().enumerate() {
             let template_hash = v
                 .templates
@@ -180,53 +179,38 @@ impl Store {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
             results
-                .push(if position == 0 { "(" } else { ", (" })
-                .push_binds([verdict_id])
-                .push(", ")
-                .push_binds([r.key.clone()])
-                .push(", ")
-                .push_binds([position as i64])
-                .push(", ")
-                .push_binds([f64::from(r.score)])
-                .push(", ")
-                .push_binds([
-                    r.prompt_score.map(f64::from),
-                    r.learned_score.map(f64::from),
-                ])
-                .push(", ")
-                .push_binds([r.decided_by.as_str()])
-                .push(", ")
-                .push_binds([as_written(r.threshold)])
-                .push(", ")
-                .push_binds([i64::from(r.passed)])
-                .push(", ")
-                .push_binds([r.latency_ms])
-                .push(", ")
-                .push_binds([r.head_hash.clone()])
+                .begin_row()
+                .value(verdict_id)
+                .value(r.key.clone())
+                .value(position as i64)
+                .value(f64::from(r.score))
+                .value(r.prompt_score.map(f64::from))
+                .value(r.learned_score.map(f64::from))
+                .value(r.decided_by.as_str())
+                .value(as_written(r.threshold))
+                .value(i64::from(r.passed))
+                .value(r.latency_ms)
+                .value(r.head_hash.clone())
                 .push(", (SELECT id FROM template_versions WHERE validator_key = ")
-                .push_binds([r.key.clone()])
+                .push_bind(r.key.clone())
                 .push(" AND content_hash = ")
-                .push_binds([template_hash])
-                .push("))");
+                .push_bind(template_hash)
+                .push(")")
+                .end_row();
             for (position, reading) in r.readings.iter().enumerate() {
                 readings
-                    .push(if any_reading { ", (" } else { "(" })
-                    .push_binds([verdict_id])
-                    .push(", ")
-                    .push_binds([r.key.clone()])
-                    .push(", ")
-                    .push_binds([position as i64])
-                    .push(", ")
-                    .push_binds([reading.reading.clone()])
-                    .push(", ")
-                    .push_binds([f64::from(reading.score)])
-                    .push(", ")
-                    .push_binds([i64::from(reading.decided), i64::from(reading.turned)])
-                    .push(")");
-                any_reading = true;
+                    .begin_row()
+                    .value(verdict_id)
+                    .value(r.key.clone())
+                    .value(position as i64)
+                    .value(reading.reading.clone())
+                    .value(f64::from(reading.score))
+                    .value(i64::from(reading.decided))
+                    .value(i64::from(reading.turned))
+                    .end_row();
             }
         }
-        if !v.results.is_empty() {
+        if results.rows() > 0 {
             let (text, args) = results.into_parts().map_err(|e| self.sql(e))?;
             sqlx::query_with(&text, args)
                 .execute(&mut *tx)
@@ -247,7 +231,7 @@ impl Store {
                     _ => self.sql(e),
                 })?;
         }
-        if any_reading {
+        if readings.rows() > 0 {
             let (text, args) = readings.into_parts().map_err(|e| self.sql(e))?;
             sqlx::query_with(&text, args)
                 .execute(&mut *tx)

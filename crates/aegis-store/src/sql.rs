@@ -14,6 +14,9 @@ pub(crate) struct Sql {
     text: String,
     args: AnyArguments<'static>,
     binds: usize,
+    /// Rows of `VALUES` begun, and values pushed into the current one.
+    rows: usize,
+    row_values: usize,
     /// The first value that could not be encoded; reported when the query runs.
     unencodable: Option<String>,
 }
@@ -24,6 +27,8 @@ impl Sql {
             text: text.into(),
             args: AnyArguments::default(),
             binds: 0,
+            rows: 0,
+            row_values: 0,
             unencodable: None,
         }
     }
@@ -58,6 +63,36 @@ impl Sql {
             self.push_bind(value);
         }
         self
+    }
+
+    /// Opens a row of a multi-row `VALUES`, after a comma from the row before.
+    pub(crate) fn begin_row(&mut self) -> &mut Self {
+        self.push(if self.rows == 0 { "(" } else { ", (" });
+        self.rows += 1;
+        self.row_values = 0;
+        self
+    }
+
+    /// A value of the open row, after a comma from the value before.
+    pub(crate) fn value<T>(&mut self, value: T) -> &mut Self
+    where
+        T: 'static + Encode<'static, Any> + Type<Any>,
+    {
+        if self.row_values > 0 {
+            self.push(", ");
+        }
+        self.row_values += 1;
+        self.push_bind(value)
+    }
+
+    /// Closes the open row.
+    pub(crate) fn end_row(&mut self) -> &mut Self {
+        self.push(")")
+    }
+
+    /// Rows of `VALUES` begun so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
     }
 
     /// The text and values, for `sqlx::query_with` and its kin.
@@ -145,6 +180,19 @@ mod tests {
         q.push(")");
         let (text, _) = q.into_parts().expect("encoded");
         assert_eq!(text, "SELECT 1 WHERE a = $1 AND b IN ($2, $3)");
+    }
+
+    #[test]
+    fn rows_of_values_are_separated() {
+        let mut q = Sql::new("INSERT INTO t (a, b) VALUES ");
+        for i in 0..2_i64 {
+            q.begin_row().value(i).value(format!("x{i}")).end_row();
+        }
+        assert_eq!(q.rows(), 2);
+        assert_eq!(
+            q.into_parts().expect("encoded").0,
+            "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4)"
+        );
     }
 
     #[test]
