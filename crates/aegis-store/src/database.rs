@@ -93,6 +93,33 @@ fn without_password(url: &str) -> String {
     }
 }
 
+/// SQLite's primary result codes that name a state of the file rather than a bug. PostgreSQL's
+/// codes are SQLSTATEs, some of them digits too, so they are never read as SQLite's.
+pub(crate) fn classify(database: &Database, error: sqlx::Error) -> StoreError {
+    let name = database.to_string();
+    if let (Database::Sqlite(_), sqlx::Error::Database(db)) = (database, &error) {
+        let primary = db
+            .code()
+            .and_then(|c| c.parse::<i64>().ok())
+            .map(|c| c & 0xff);
+        match primary {
+            Some(5) | Some(6) => return StoreError::Locked { database: name },
+            Some(8) => return StoreError::ReadOnly { database: name },
+            Some(11) | Some(26) => {
+                return StoreError::Corrupted {
+                    database: name,
+                    message: db.message().to_string(),
+                }
+            }
+            _ => {}
+        }
+    }
+    StoreError::Sql {
+        database: name,
+        source: error,
+    }
+}
+
 /// A SQLite file as the URL sqlx's Any driver reads, every byte outside a plain path's
 /// characters escaped (sqlx decodes them, so `?`, `#`, `%` and spaces in a name survive).
 pub(crate) fn sqlite_url(path: &std::path::Path, mode: &str) -> String {

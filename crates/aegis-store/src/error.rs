@@ -1,5 +1,3 @@
-use crate::database::Database;
-
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the history database {database} is locked by another program; close it or try again")]
@@ -29,30 +27,3 @@ pub enum StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-/// SQLite's primary result codes that name a state of the file rather than a bug. PostgreSQL's
-/// codes are SQLSTATEs, some of them digits too, so they are never read as SQLite's.
-pub(crate) fn classify(database: &Database, error: sqlx::Error) -> StoreError {
-    let name = database.to_string();
-    if let (Database::Sqlite(_), sqlx::Error::Database(db)) = (database, &error) {
-        let primary = db
-            .code()
-            .and_then(|c| c.parse::<i64>().ok())
-            .map(|c| c & 0xff);
-        match primary {
-            Some(5) | Some(6) => return StoreError::Locked { database: name },
-            Some(8) => return StoreError::ReadOnly { database: name },
-            Some(11) | Some(26) => {
-                return StoreError::Corrupted {
-                    database: name,
-                    message: db.message().to_string(),
-                }
-            }
-            _ => {}
-        }
-    }
-    StoreError::Sql {
-        database: name,
-        source: error,
-    }
-}

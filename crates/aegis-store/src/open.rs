@@ -10,8 +10,8 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::AnyPool;
 use sqlx::{Connection, Executor};
 
-use crate::database::{sqlite_url, Database, Engine};
-use crate::error::{classify, Result, StoreError};
+use crate::database::{classify, sqlite_url, Database, Engine};
+use crate::error::{Result, StoreError};
 
 /// The migrations in the top-level `migrations/`, one folder per engine, compiled into the
 /// binary. A change to the schema is a file in each, under the same number.
