@@ -29,10 +29,6 @@ impl Database {
             Self::Postgres(_) => Engine::Postgres,
         }
     }
-
-    pub fn is_postgres(&self) -> bool {
-        matches!(self, Self::Postgres(_))
-    }
 }
 
 /// A URL names PostgreSQL (`postgres://`, `postgresql://`) or a SQLite file (`sqlite://PATH`);
@@ -149,10 +145,10 @@ mod tests {
                 .unwrap(),
             Database::Postgres("postgres://aegis@127.0.0.1:5432/aegis".into())
         );
-        assert!("postgresql://h/db"
-            .parse::<Database>()
-            .unwrap()
-            .is_postgres());
+        assert!(matches!(
+            "postgresql://h/db".parse::<Database>().unwrap(),
+            Database::Postgres(_)
+        ));
         assert_eq!(
             "sqlite:///tmp/h.db".parse::<Database>().unwrap(),
             Database::Sqlite("/tmp/h.db".into())

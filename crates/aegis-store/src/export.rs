@@ -44,7 +44,7 @@ impl Store {
             let mut q = crate::sql::Sql::new(
                 "SELECT r.validator_key FROM validator_results r JOIN verdicts v ON v.id = r.verdict_id JOIN messages m ON m.id = v.message_id WHERE TRUE",
             );
-            filter.push_conditions(&mut q, self.engine);
+            filter.push_conditions(&mut q, self.engine());
             q.push(" GROUP BY r.validator_key ORDER BY min(r.position), r.validator_key");
             let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
             sqlx::query_scalar_with(&text, args)

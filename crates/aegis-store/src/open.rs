@@ -40,7 +40,6 @@ impl Default for StoreOptions {
 #[derive(Debug)]
 pub struct Store {
     pub(crate) database: Database,
-    pub(crate) engine: Engine,
     /// SQLite: the one writer (SQLite serialises writers anyway, and queueing here is fairer than
     /// retrying). PostgreSQL: the same pool as `reader`.
     pub(crate) writer: AnyPool,
@@ -71,7 +70,6 @@ impl Store {
         };
         let store = Self {
             database: database.clone(),
-            engine: database.engine(),
             writer,
             reader,
             known_templates: Mutex::new(HashSet::new()),
@@ -88,6 +86,11 @@ impl Store {
     /// Where the history is kept.
     pub fn database(&self) -> &Database {
         &self.database
+    }
+
+    /// The dialect its queries are written in, where the two differ.
+    pub(crate) fn engine(&self) -> Engine {
+        self.database.engine()
     }
 
     pub(crate) fn sql(&self, error: sqlx::Error) -> StoreError {

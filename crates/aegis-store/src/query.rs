@@ -153,7 +153,7 @@ impl Store {
         let mut q = Sql::new(format!(
             "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE"
         ));
-        filter.push_conditions(&mut q, self.engine);
+        filter.push_conditions(&mut q, self.engine());
         if let Some(c) = after {
             q.push(" AND (v.created_at, v.id) < (")
                 .push_bind(c.created_at)
@@ -189,7 +189,7 @@ impl Store {
         let mut q = Sql::new(
             "SELECT count(*) FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE",
         );
-        filter.push_conditions(&mut q, self.engine);
+        filter.push_conditions(&mut q, self.engine());
         let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
         sqlx::query_scalar_with(&text, args)
             .fetch_one(&self.reader)
@@ -320,9 +320,9 @@ impl Store {
         let mut q = Sql::new(format!(
             "SELECT {} AS day, r.validator_key, count(*), CAST(sum(1 - r.passed) AS BIGINT)
              FROM verdicts v JOIN messages m ON m.id = v.message_id JOIN validator_results r ON r.verdict_id = v.id WHERE TRUE",
-            utc_day(self.engine, "v.created_at")
+            utc_day(self.engine(), "v.created_at")
         ));
-        filter.push_conditions(&mut q, self.engine);
+        filter.push_conditions(&mut q, self.engine());
         q.push(" GROUP BY day, r.validator_key ORDER BY day, r.validator_key");
         let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
         let rows: Vec<(String, String, i64, i64)> = sqlx::query_as_with(&text, args)
@@ -355,7 +355,7 @@ impl Store {
         let mut q = Sql::new(
             "DELETE FROM verdicts WHERE id IN (SELECT v.id FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE",
         );
-        filter.push_conditions(&mut q, self.engine);
+        filter.push_conditions(&mut q, self.engine());
         q.push(")");
         let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
         let done = sqlx::query_with(&text, args)
