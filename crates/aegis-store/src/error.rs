@@ -22,6 +22,9 @@ pub enum StoreError {
     Invalid(String),
     #[error("{validator} already has {limit} proposed examples waiting for a reviewer; accept or remove some first")]
     TooManyPending { validator: String, limit: usize },
+    /// Another reviewer holds or has decided the verdict, and it wants no more reviewers.
+    #[error("verdict {verdict_id} is {detail}; take another one from the queue")]
+    Taken { verdict_id: i64, detail: String },
     #[error("export failed: {0}")]
     Export(String),
 }

@@ -5,6 +5,7 @@
 //! One writer connection (SQLite allows one writer; queuing in the pool beats busy retries) and a
 //! small pool of readers, in WAL mode so reading never blocks recording.
 
+mod agreement;
 mod database;
 mod error;
 mod eval_runs;
@@ -22,6 +23,7 @@ mod reviews;
 mod sql;
 mod time;
 
+pub use agreement::{Kappa, PairAgreement, ReviewerAgreement, ValidatorAgreement};
 pub use database::Database;
 pub use error::{Result, StoreError};
 pub use eval_runs::{EvalRunSummary, StoredEvalRun};
@@ -34,7 +36,7 @@ pub use open::{Store, StoreOptions};
 pub use query::{
     Cursor, DailyCount, HistoryPage, HistoryRow, StoredResult, TemplateRecord, VerdictDetail,
 };
-pub use queue::{ReviewQueue, TemplateSave};
+pub use queue::{QueuePolicy, ReviewQueue, TemplateSave};
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
 pub use reviewed::ReviewedExample;
 pub use reviews::{Decision, NewReview, Review};

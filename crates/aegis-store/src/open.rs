@@ -97,6 +97,18 @@ impl Store {
         classify(&self.database, error)
     }
 
+    /// A transaction that reads and then writes what it read decides, as claims and reviews do.
+    /// On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`): a deferred one that read
+    /// first could not upgrade after another program (a second console on the same file)
+    /// wrote, and would fail rather than wait.
+    pub(crate) async fn begin_deciding(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        let begun = match self.engine() {
+            Engine::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
+            Engine::Postgres => self.writer.begin().await,
+        };
+        begun.map_err(|e| self.sql(e))
+    }
+
     /// Waits for pending work and closes the connections.
     pub async fn close(self) {
         self.writer.close().await;

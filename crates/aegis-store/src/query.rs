@@ -280,6 +280,35 @@ impl Store {
         Ok(readings)
     }
 
+    /// The rows of these verdicts with their results, in the order given; ids not in history
+    /// are left out.
+    pub(crate) async fn rows_by_id(&self, verdict_ids: &[i64]) -> Result<Vec<HistoryRow>> {
+        if verdict_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = Sql::new(format!(
+            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE v.id IN ("
+        ));
+        q.push_binds(verdict_ids.iter().copied()).push(")");
+        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
+        let raw = sqlx::query_with(&text, args)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(|e| self.sql(e))?;
+        let mut rows = raw
+            .iter()
+            .map(row_from)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e))?;
+        self.attach_results(&mut rows).await?;
+        let mut by_id: HashMap<i64, HistoryRow> =
+            rows.into_iter().map(|row| (row.verdict_id, row)).collect();
+        Ok(verdict_ids
+            .iter()
+            .filter_map(|id| by_id.remove(id))
+            .collect())
+    }
+
     /// One verdict with its results, the template text each validator used, and its reviews.
     pub async fn get(&self, verdict_id: i64) -> Result<Option<VerdictDetail>> {
         let raw = sqlx::query(&format!(

@@ -144,8 +144,14 @@ impl Store {
         .await
         .map_err(|e| self.sql(e))?;
         let v = new.verdict;
+        // The review queue's order: how close the closest call came to its threshold.
+        let uncertainty = v
+            .results
+            .iter()
+            .map(|r| (f64::from(r.score) - as_written(r.threshold)).abs())
+            .fold(1.0, f64::min);
         let verdict_id: i64 = sqlx::query_scalar(
-            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, encoder_id, encoder_hash, latency_ms, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+            "INSERT INTO verdicts (message_id, status, case_label, rejection_message, language, model_id, model_hash, encoder_id, encoder_hash, latency_ms, created_at, uncertainty) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
         )
         .bind(message_id)
         .bind(v.status.as_str())
@@ -158,6 +164,7 @@ impl Store {
         .bind(v.encoder.as_ref().map(|e| e.content_hash.as_str()))
         .bind(v.latency_ms)
         .bind(now)
+        .bind(uncertainty)
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| self.sql(e))?;

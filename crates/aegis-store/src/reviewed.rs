@@ -22,30 +22,45 @@ pub struct ReviewedExample {
     pub labels: BTreeMap<String, Option<bool>>,
 }
 
-/// Labels from the latest review of a verdict. A per-validator decision says it directly (agree
-/// keeps the guard's result, overturn flips it). Otherwise the overall decision applies: agree
-/// keeps every result; overturning a failed verdict means nothing was violated; overturning a
-/// passed one says something was missed but not which, so it labels nothing.
+/// Labels from the latest review of a verdict (see [`review_label`]).
 pub fn review_labels(detail: &VerdictDetail) -> BTreeMap<String, Option<bool>> {
     let Some(review) = detail.reviews.last() else {
         return BTreeMap::new();
     };
+    let failed = detail.row.status == "failed";
     detail
         .row
         .results
         .iter()
         .map(|r| {
-            let violated = !r.passed;
-            let label = match (review.validators.get(&r.key), review.decision) {
-                (Some(Decision::Agree), _) => Some(violated),
-                (Some(Decision::Overturn), _) => Some(!violated),
-                (None, Decision::Agree) => Some(violated),
-                (None, Decision::Overturn) if detail.row.status == "failed" => Some(false),
-                (None, Decision::Overturn) => None,
-            };
+            let label = review_label(
+                review.validators.get(&r.key).copied(),
+                review.decision,
+                !r.passed,
+                failed,
+            );
             (r.key.clone(), label)
         })
         .collect()
+}
+
+/// What one review says a validator should have decided. A per-validator decision says it
+/// directly (agree keeps the guard's result, overturn flips it). Otherwise the overall decision
+/// applies: agree keeps every result; overturning a failed verdict means nothing was violated;
+/// overturning a passed one says something was missed but not which, so it labels nothing.
+pub(crate) fn review_label(
+    on_validator: Option<Decision>,
+    overall: Decision,
+    violated: bool,
+    verdict_failed: bool,
+) -> Option<bool> {
+    match (on_validator, overall) {
+        (Some(Decision::Agree), _) => Some(violated),
+        (Some(Decision::Overturn), _) => Some(!violated),
+        (None, Decision::Agree) => Some(violated),
+        (None, Decision::Overturn) if verdict_failed => Some(false),
+        (None, Decision::Overturn) => None,
+    }
 }
 
 impl ReviewedExample {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
+use crate::queue::reviewer_name;
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,25 +63,24 @@ pub struct Review {
 }
 
 impl Store {
+    /// Records a decision. Refused when the verdict is another reviewer's: decided by as many
+    /// reviewers as the queue wants, or claimed by others up to that number. The reviewer's own
+    /// earlier decision does not count: deciding again adds the newer one, which is what labels
+    /// read.
     pub async fn add_review(&self, review: &NewReview) -> Result<i64> {
-        if review.reviewer.trim().is_empty() {
-            return Err(StoreError::Invalid("a review needs a reviewer name".into()));
-        }
+        let reviewer = reviewer_name(&review.reviewer)?;
         let validators = serde_json::to_string(&review.validators)
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let mut tx = self.begin_deciding().await?;
+        let wanted = self
+            .take_for_review(&mut tx, review.verdict_id, reviewer)
+            .await?;
         let keys: Vec<String> =
             sqlx::query_scalar("SELECT validator_key FROM validator_results WHERE verdict_id = $1")
                 .bind(review.verdict_id)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(|e| self.sql(e))?;
-        if keys.is_empty() {
-            return Err(StoreError::Invalid(format!(
-                "no verdict {} in history",
-                review.verdict_id
-            )));
-        }
         if let Some(unknown) = review.validators.keys().find(|k| !keys.contains(k)) {
             return Err(StoreError::Invalid(format!(
                 "verdict {} has no {unknown} result to review",
@@ -91,7 +91,7 @@ impl Store {
             "INSERT INTO reviews (verdict_id, reviewer, decision, validator_decisions, note, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(review.verdict_id)
-        .bind(review.reviewer.trim())
+        .bind(reviewer)
         .bind(review.decision.as_str())
         .bind(validators)
         .bind(&review.note)
@@ -99,6 +99,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| self.sql(e))?;
+        self.settle(&mut tx, review.verdict_id, wanted).await?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(id)
     }

@@ -42,12 +42,27 @@ impl Sql {
     where
         T: 'static + Encode<'static, Any> + Type<Any>,
     {
-        self.binds += 1;
         // Writing to a String cannot fail.
-        let _ = write!(self.text, "${}", self.binds);
+        let _ = write!(self.text, "${}", self.binds + 1);
+        self.bind(value)
+    }
+
+    /// A value the text already names as `$N`, N being the number of values bound before it plus
+    /// one: for a value the text names more than once.
+    pub(crate) fn bind<T>(&mut self, value: T) -> &mut Self
+    where
+        T: 'static + Encode<'static, Any> + Type<Any>,
+    {
+        self.binds += 1;
         if let Err(e) = self.args.add(value) {
             self.unencodable.get_or_insert(e.to_string());
         }
+        self
+    }
+
+    /// Text before everything written so far (to wrap a query in another).
+    pub(crate) fn prepend(&mut self, text: &str) -> &mut Self {
+        self.text.insert_str(0, text);
         self
     }
 
@@ -154,6 +169,16 @@ fn search_query(engine: Engine, text: &str) -> Option<String> {
         Engine::Postgres => " & ",
     };
     Some(terms.collect::<Vec<_>>().join(separator))
+}
+
+/// ` FOR UPDATE` on PostgreSQL, where writers run side by side and a row must be locked before
+/// the decision it guards is counted; nothing on SQLite, whose single writer already serialises
+/// them.
+pub(crate) fn lock_rows(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => "",
+        Engine::Postgres => " FOR UPDATE",
+    }
 }
 
 /// `expr` (a score in [0, 1]) as one of ten bins, 0 to 9, the top bin closed: spelled with

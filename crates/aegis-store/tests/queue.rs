@@ -25,7 +25,7 @@ async fn the_queue_holds_failed_and_near_threshold_verdicts_most_uncertain_first
         .await
         .expect("record");
 
-    let queue = s.review_queue(0.15, 10).await.expect("queue");
+    let queue = s.claim_reviews("rina", 0.15, 10).await.expect("queue");
     let ids: Vec<i64> = queue.items.iter().map(|r| r.verdict_id).collect();
     assert_eq!(ids, vec![close, failed], "clear verdict {clear} stays out");
     assert_eq!(queue.remaining, 2);
@@ -40,13 +40,19 @@ async fn the_queue_holds_failed_and_near_threshold_verdicts_most_uncertain_first
         })
         .await
         .expect("review");
-    let after = s.review_queue(0.15, 10).await.expect("queue");
+    let after = s.claim_reviews("rina", 0.15, 10).await.expect("queue");
     assert_eq!(after.remaining, 1);
     assert_eq!(after.items[0].verdict_id, failed);
 
     assert!(s.delete_review(review).await.expect("undo"));
     assert!(!s.delete_review(review).await.expect("undo twice"));
-    assert_eq!(s.review_queue(0.15, 10).await.expect("queue").remaining, 2);
+    assert_eq!(
+        s.claim_reviews("rina", 0.15, 10)
+            .await
+            .expect("queue")
+            .remaining,
+        2
+    );
 }
 
 #[tokio::test]

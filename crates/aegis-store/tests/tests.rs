@@ -9,4 +9,5 @@ mod history;
 mod imports;
 mod queue;
 mod retention;
+mod review_queue;
 mod teaching;

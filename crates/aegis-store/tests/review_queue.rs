@@ -1,0 +1,361 @@
+//! The team's queue: claimed batches, overlap for agreement, claims that expire, and many
+//! consoles at once on one database.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aegis_store::{
+    Decision, ImportRow, NewReview, NewVerdict, QueuePolicy, Source, Store, StoreError,
+};
+
+use crate::common::{record, temp_store, templates, verdict};
+
+fn agree(verdict_id: i64, reviewer: &str) -> NewReview {
+    NewReview {
+        verdict_id,
+        reviewer: reviewer.into(),
+        decision: Decision::Agree,
+        validators: BTreeMap::new(),
+        note: String::new(),
+    }
+}
+
+fn ids(queue: &aegis_store::ReviewQueue) -> Vec<i64> {
+    queue.items.iter().map(|r| r.verdict_id).collect()
+}
+
+#[tokio::test]
+async fn two_reviewers_claim_different_verdicts_and_neither_decides_the_others() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let mut flagged = Vec::new();
+    for i in 0..6 {
+        flagged.push(record(s, &format!("spam {i}"), Source::Typed, None, &["spam"]).await);
+    }
+    let rina = s.claim_reviews("rina", 0.15, 4).await.expect("claim");
+    let budi = s.claim_reviews("budi", 0.15, 4).await.expect("claim");
+    assert_eq!(rina.items.len(), 4);
+    assert_eq!(budi.items.len(), 2, "only what rina left");
+    let rinas: BTreeSet<i64> = ids(&rina).into_iter().collect();
+    assert!(ids(&budi).iter().all(|id| !rinas.contains(id)));
+    assert!(rina.claimed_until > aegis_store::now_millis());
+
+    let mine = ids(&rina)[0];
+    let refused = s.add_review(&agree(mine, "budi")).await.unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Taken { verdict_id, detail } if *verdict_id == mine && detail.starts_with("claimed by rina")),
+        "{refused}"
+    );
+    s.add_review(&agree(mine, "rina")).await.expect("her own");
+    let refused = s.add_review(&agree(mine, "budi")).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("already decided by rina"),
+        "{refused}"
+    );
+    s.add_review(&agree(mine, "rina"))
+        .await
+        .expect("deciding again replaces her own decision");
+
+    // Claiming again renews what she holds and takes nothing of budi's.
+    let again = s.claim_reviews("rina", 0.15, 10).await.expect("claim");
+    assert_eq!(again.items.len(), 3);
+    assert_eq!(again.remaining, 3, "what budi holds is not hers to count");
+    assert_eq!(s.release_claims("budi").await.expect("release"), 2);
+    let after = s.claim_reviews("rina", 0.15, 10).await.expect("claim");
+    assert_eq!(after.items.len(), 5, "budi's batch came back");
+    let unclaimed = s.claim_reviews("sari", 0.15, 10).await.expect("claim");
+    assert!(unclaimed.items.is_empty());
+    assert_eq!(unclaimed.remaining, 0);
+}
+
+#[tokio::test]
+async fn the_overlap_share_goes_to_two_reviewers_and_their_agreement_is_measured() {
+    let t = temp_store().await;
+    let s = &t.store;
+    s.set_queue_policy(&QueuePolicy {
+        overlap_percent: 100,
+        claim_seconds: 600,
+    })
+    .await
+    .expect("policy");
+    assert_eq!(s.queue_policy().await.expect("policy").overlap_percent, 100);
+    let mut flagged = Vec::new();
+    for i in 0..4 {
+        flagged.push(record(s, &format!("kasar {i}"), Source::Typed, None, &["toxic"]).await);
+    }
+    for reviewer in ["ana", "budi"] {
+        let batch = s.claim_reviews(reviewer, 0.15, 10).await.expect("claim");
+        assert_eq!(
+            batch.items.len(),
+            4,
+            "{reviewer} sees every overlapped verdict"
+        );
+    }
+    assert!(s
+        .claim_reviews("cici", 0.15, 10)
+        .await
+        .expect("claim")
+        .items
+        .is_empty());
+    // ana agrees with every toxic flag; budi overturns the last two.
+    for (i, id) in flagged.iter().enumerate() {
+        s.add_review(&agree(*id, "ana")).await.expect("ana");
+        let mut budi = agree(*id, "budi");
+        if i >= 2 {
+            budi.decision = Decision::Overturn;
+        }
+        s.add_review(&budi).await.expect("budi");
+        let third = s.add_review(&agree(*id, "cici")).await.unwrap_err();
+        assert!(
+            third.to_string().contains("decided by ana and budi"),
+            "{third}"
+        );
+    }
+    let agreement = s.reviewer_agreement().await.expect("agreement");
+    assert_eq!(agreement.messages, 4);
+    let toxic = agreement
+        .validators
+        .iter()
+        .find(|v| v.validator == "toxic")
+        .expect("toxic compared");
+    // ana: violation ×4; budi: violation ×2, clean ×2. Chance 0.5, observed 0.5: kappa 0.
+    assert_eq!((toxic.agreement.compared, toxic.agreement.agreed), (4, 2));
+    assert_eq!(toxic.agreement.kappa, Some(0.0));
+    assert_eq!(agreement.pairs.len(), 1);
+    assert_eq!(
+        (
+            agreement.pairs[0].first.as_str(),
+            agreement.pairs[0].second.as_str()
+        ),
+        ("ana", "budi")
+    );
+    // Four validators on four messages: the three passing ones agreed everywhere but spam,
+    // harassment and financial advice were never flagged, so only the agreement counts grow.
+    assert_eq!(agreement.pairs[0].agreement.compared, 16);
+}
+
+#[tokio::test]
+async fn a_claim_that_expires_goes_back_to_the_team() {
+    let t = temp_store().await;
+    let s = &t.store;
+    s.set_queue_policy(&QueuePolicy {
+        overlap_percent: 0,
+        claim_seconds: 1,
+    })
+    .await
+    .expect("policy");
+    let id = record(s, "promo", Source::Typed, None, &["spam"]).await;
+    assert_eq!(
+        ids(&s.claim_reviews("rina", 0.15, 5).await.expect("claim")),
+        vec![id]
+    );
+    assert!(s
+        .claim_reviews("budi", 0.15, 5)
+        .await
+        .expect("claim")
+        .items
+        .is_empty());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        ids(&s.claim_reviews("budi", 0.15, 5).await.expect("claim")),
+        vec![id]
+    );
+    let late = s.add_review(&agree(id, "rina")).await.unwrap_err();
+    assert!(late.to_string().contains("claimed by budi"), "{late}");
+
+    // An undo gives the verdict back to the reviewer who took the review back.
+    let review = s.add_review(&agree(id, "budi")).await.expect("budi");
+    assert!(s.delete_review(review).await.expect("undo"));
+    assert_eq!(
+        ids(&s.claim_reviews("budi", 0.15, 5).await.expect("claim")),
+        vec![id]
+    );
+}
+
+#[tokio::test]
+async fn bad_queue_settings_and_names_are_refused() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let bad = s
+        .set_queue_policy(&QueuePolicy {
+            overlap_percent: 150,
+            claim_seconds: 60,
+        })
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("0 to 100"), "{bad}");
+    assert_eq!(
+        s.queue_policy().await.expect("policy"),
+        QueuePolicy::default()
+    );
+    assert!(s.claim_reviews("  ", 0.15, 5).await.is_err());
+}
+
+/// Messages the load test imports, split among its importers.
+const LOAD_MESSAGES: i64 = 10_000;
+const IMPORTERS: i64 = 4;
+const REVIEWERS: usize = 8;
+
+/// Eight reviewers and four importers on one database, each a console of its own (its own
+/// connections), while one reviewer's console dies mid-batch: its claims lapse and the others
+/// take them. Every imported message is kept and decided by exactly as many reviewers as it
+/// wants (two for the 10% overlap share), never more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one_console_dies() {
+    let t = temp_store().await;
+    let policy = QueuePolicy {
+        overlap_percent: 10,
+        claim_seconds: 5,
+    };
+    t.store.set_queue_policy(&policy).await.expect("policy");
+    let importing_done = Arc::new(AtomicBool::new(false));
+    let started = std::time::Instant::now();
+
+    let mut importers = Vec::new();
+    for importer in 0..IMPORTERS {
+        let store = Store::connect(&t.database).await.expect("console");
+        importers.push(tokio::spawn(async move {
+            let rows = LOAD_MESSAGES / IMPORTERS;
+            let batch = store
+                .begin_import(
+                    &format!("part-{importer}.txt"),
+                    &format!("sha-{importer}"),
+                    rows,
+                )
+                .await
+                .expect("batch");
+            let flagged = verdict(&["spam"]);
+            let templates = templates();
+            for row in 1..=rows {
+                let text = format!("pesan {importer}-{row}");
+                store
+                    .record(&NewVerdict {
+                        text: &text,
+                        source: Source::Import,
+                        user_id: None,
+                        import: Some(ImportRow {
+                            batch_id: batch.id,
+                            row,
+                        }),
+                        verdict: &flagged,
+                        templates: &templates,
+                    })
+                    .await
+                    .expect("record");
+            }
+            store.close().await;
+        }));
+    }
+
+    let mut reviewers = Vec::new();
+    for reviewer in 0..REVIEWERS {
+        let store = Store::connect(&t.database).await.expect("console");
+        let importing_done = importing_done.clone();
+        reviewers.push(tokio::spawn(async move {
+            let name = format!("reviewer-{reviewer}");
+            let dies = reviewer == 0;
+            let mut decided = 0_u64;
+            let mut batches = 0;
+            loop {
+                let finished = importing_done.load(Ordering::SeqCst);
+                let batch = store.claim_reviews(&name, 0.15, 25).await.expect("claim");
+                if batch.items.is_empty() {
+                    if finished && batch.remaining == 0 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                batches += 1;
+                for (i, item) in batch.items.iter().enumerate() {
+                    if dies && batches >= 3 && i == 5 {
+                        // The console dies holding 20 claims: no release, connections gone.
+                        drop(store);
+                        return (name, decided);
+                    }
+                    match store.add_review(&agree(item.verdict_id, &name)).await {
+                        Ok(_) => decided += 1,
+                        // A claim that ran out while its reviewer was slow may be someone else's
+                        // now; one that still runs may not.
+                        Err(StoreError::Taken { .. })
+                            if aegis_store::now_millis() >= batch.claimed_until => {}
+                        Err(e) => panic!("{name} decides a verdict it holds: {e}"),
+                    }
+                }
+            }
+            store.close().await;
+            (name, decided)
+        }));
+    }
+
+    for importer in importers {
+        importer.await.expect("importer");
+    }
+    importing_done.store(true, Ordering::SeqCst);
+    eprintln!("imported in {:?}", started.elapsed());
+    let mut decided_by = BTreeMap::new();
+    for reviewer in reviewers {
+        let (name, decided) = reviewer.await.expect("reviewer");
+        decided_by.insert(name, decided);
+    }
+
+    eprintln!("decided in {:?}", started.elapsed());
+    let s = &t.store;
+    let total: i64 = s.count(&Default::default()).await.expect("count");
+    assert_eq!(total, LOAD_MESSAGES, "no imported row is lost");
+    let reviews: Vec<(i64, String)> = {
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let page = s
+                .list(&Default::default(), after, 1000)
+                .await
+                .expect("page");
+            for row in &page.rows {
+                let detail = s.get(row.verdict_id).await.expect("get").expect("row");
+                for review in detail.reviews {
+                    all.push((row.verdict_id, review.reviewer));
+                }
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break all,
+            }
+        }
+    };
+    let mut per_verdict: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for (id, reviewer) in reviews {
+        per_verdict.entry(id).or_default().push(reviewer);
+    }
+    assert_eq!(
+        per_verdict.len() as i64,
+        LOAD_MESSAGES,
+        "every message decided"
+    );
+    let mut overlapped = 0;
+    for (id, reviewers) in &per_verdict {
+        let distinct: BTreeSet<&String> = reviewers.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            reviewers.len(),
+            "verdict {id}: {reviewers:?}"
+        );
+        assert_eq!(
+            reviewers.len(),
+            policy.reviewers_wanted(*id),
+            "verdict {id} decided by {reviewers:?}"
+        );
+        overlapped += usize::from(reviewers.len() == 2);
+    }
+    assert_eq!(overlapped as i64, LOAD_MESSAGES / 10, "the overlap share");
+    assert!(
+        decided_by["reviewer-0"] < 25 * 3,
+        "the console died mid-batch"
+    );
+    assert_eq!(
+        decided_by.values().sum::<u64>() as usize,
+        per_verdict.values().map(Vec::len).sum::<usize>()
+    );
+}
