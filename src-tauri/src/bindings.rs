@@ -27,6 +27,8 @@ fn export(out: &Path) {
         aegis_store::HistoryPage::export_all_to(out),
         aegis_store::VerdictDetail::export_all_to(out),
         aegis_store::ReviewQueue::export_all_to(out),
+        aegis_store::QueuePolicy::export_all_to(out),
+        aegis_store::ReviewerAgreement::export_all_to(out),
         aegis_store::TemplateSave::export_all_to(out),
         aegis_store::Decision::export_all_to(out),
         aegis_store::EvalRunSummary::export_all_to(out),

@@ -9,8 +9,8 @@ use aegis_eval::Comparison;
 use aegis_guard::{Turn, TurnsChecked};
 use aegis_import::ImportSummary;
 use aegis_store::{
-    Decision, EvalRunSummary, ExampleOrigin, HeadVersion, HistoryPage, ReviewQueue, StoredExample,
-    TemplateSave, VerdictDetail,
+    Decision, EvalRunSummary, ExampleOrigin, HeadVersion, HistoryPage, QueuePolicy, ReviewQueue,
+    ReviewerAgreement, StoredExample, TemplateSave, VerdictDetail,
 };
 use tauri::State;
 
@@ -86,9 +86,34 @@ pub fn cancel_run(console: Console_<'_>, run_id: String) -> bool {
     console.cancel(&run_id)
 }
 
+/// Claims up to `limit` verdicts of the team's queue for this reviewer, the most uncertain
+/// first; no one else is handed them until the claims expire or are released.
 #[tauri::command]
 pub async fn review_queue(console: Console_<'_>, limit: u32) -> Answer<ReviewQueue> {
     Ok(console.review_queue(limit).await?)
+}
+
+/// Gives this reviewer's undecided claims back to the team.
+#[tauri::command]
+pub async fn release_reviews(console: Console_<'_>) -> Answer<u64> {
+    Ok(console.release_reviews().await?)
+}
+
+/// The team's queue rules: the overlap share and how long a claim lasts.
+#[tauri::command]
+pub async fn queue_policy(console: Console_<'_>) -> Answer<QueuePolicy> {
+    Ok(console.queue_policy().await?)
+}
+
+#[tauri::command]
+pub async fn set_queue_policy(console: Console_<'_>, policy: QueuePolicy) -> Answer<()> {
+    Ok(console.set_queue_policy(policy).await?)
+}
+
+/// Cohen's kappa between reviewers on the verdicts two of them decided.
+#[tauri::command]
+pub async fn reviewer_agreement(console: Console_<'_>) -> Answer<ReviewerAgreement> {
+    Ok(console.reviewer_agreement().await?)
 }
 
 #[tauri::command]

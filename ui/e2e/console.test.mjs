@@ -168,6 +168,8 @@ test("two items are reviewed with the keyboard", async () => {
     accept: async (id) => Number(await d.attribute(id, "data-remaining")) >= 2,
   });
   const start = Number(await d.attribute(counter, "data-remaining"));
+  // The batch is claimed for this console's reviewer: the team's other consoles are not handed it.
+  await d.waitFor('[data-testid="review-claimed"]');
   await d.click(await d.find('[data-testid="review-list"]'));
   await d.keys(["a"]);
   await d.waitFor('[data-testid="review-remaining"]', { accept: attr("data-remaining", String(start - 1)) });
@@ -182,6 +184,8 @@ test("two items are reviewed with the keyboard", async () => {
 
 test("an evaluation shows metrics, a threshold slider recomputes them, apply writes the template", async () => {
   await go("eval");
+  // One reviewer so far: nothing decided twice to measure agreement on.
+  await d.waitFor('[data-testid="agreement-none"]');
   await d.type(await d.waitFor('[data-testid="eval-path"]'), LABELLED);
   await d.click(await d.find('[data-testid="eval-run"]'));
   await d.waitFor('[data-testid="eval-report"]', { timeout: 180_000 });

@@ -50,6 +50,7 @@ impl ConsoleError {
             Self::NotFound(_) => ErrorKind::NotFound,
             Self::Guard(e) => e.kind(),
             Self::Worker(e) => e.kind(),
+            Self::Store(aegis_store::StoreError::Taken { .. }) => ErrorKind::Taken,
             Self::Store(_) => ErrorKind::Store,
             Self::Read(_) | Self::Dataset(_) | Self::Unreadable { .. } => ErrorKind::File,
             Self::Import(_) => ErrorKind::Import,

@@ -190,6 +190,38 @@ pub enum HistoryCommand {
         #[arg(long, default_value = "")]
         note: String,
     },
+    /// Claim a batch of the team's review queue for a reviewer, the most uncertain first: no one
+    /// else is handed these verdicts until the claims expire or are released.
+    Claim {
+        #[arg(long, env = "USER", default_value = "reviewer")]
+        reviewer: String,
+        #[arg(long, default_value_t = 25)]
+        limit: u32,
+        /// Passed verdicts this close to a threshold join the queue too.
+        #[arg(long, default_value_t = 0.15)]
+        margin: f64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a reviewer's undecided claims back to the team.
+    Release {
+        #[arg(long, env = "USER", default_value = "reviewer")]
+        reviewer: String,
+    },
+    /// Show the team's queue rules, or change them.
+    Queue {
+        /// Percent of queued verdicts two reviewers decide apart, to measure their agreement.
+        #[arg(long)]
+        overlap: Option<u32>,
+        /// How long a claim lasts undecided before the queue hands it to someone else.
+        #[arg(long)]
+        claim_minutes: Option<u32>,
+    },
+    /// Cohen's kappa between reviewers, per validator and per pair, on verdicts two decided.
+    Agreement {
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete one verdict, or every verdict matching filters with --matching.
     Delete {
         id: Option<i64>,
@@ -394,6 +426,81 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                 })
                 .await?;
             println!("review {review_id} recorded on verdict {id}");
+        }
+        HistoryCommand::Claim {
+            reviewer,
+            limit,
+            margin,
+            json,
+        } => {
+            let batch = store.claim_reviews(&reviewer, margin, limit).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&batch)?);
+            } else {
+                for row in &batch.items {
+                    print_row(row);
+                }
+                println!(
+                    "{} claimed for {} until {}; {} waiting in all",
+                    batch.items.len(),
+                    reviewer.trim(),
+                    format_millis(batch.claimed_until),
+                    batch.remaining
+                );
+            }
+        }
+        HistoryCommand::Release { reviewer } => {
+            let released = store.release_claims(&reviewer).await?;
+            println!("{released} claims given back");
+        }
+        HistoryCommand::Queue {
+            overlap,
+            claim_minutes,
+        } => {
+            let mut policy = store.queue_policy().await?;
+            if overlap.is_some() || claim_minutes.is_some() {
+                if let Some(percent) = overlap {
+                    policy.overlap_percent = percent;
+                }
+                if let Some(minutes) = claim_minutes {
+                    policy.claim_seconds = minutes.saturating_mul(60);
+                }
+                store.set_queue_policy(&policy).await?;
+            }
+            println!(
+                "overlap {}% (decided by two reviewers); claims last {} minutes",
+                policy.overlap_percent,
+                policy.claim_seconds / 60
+            );
+        }
+        HistoryCommand::Agreement { json } => {
+            let agreement = store.reviewer_agreement().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&agreement)?);
+            } else {
+                println!(
+                    "{} messages decided by two or more reviewers",
+                    agreement.messages
+                );
+                let kappa = |k: &aegis_store::Kappa| {
+                    format!(
+                        "kappa {}  ({}/{} agreed)",
+                        k.kappa.map_or("-".into(), |x| format!("{x:.2}")),
+                        k.agreed,
+                        k.compared
+                    )
+                };
+                for v in &agreement.validators {
+                    println!("  {:<24} {}", v.validator, kappa(&v.agreement));
+                }
+                for p in &agreement.pairs {
+                    println!(
+                        "  {:<24} {}",
+                        format!("{} · {}", p.first, p.second),
+                        kappa(&p.agreement)
+                    );
+                }
+            }
         }
         HistoryCommand::Delete {
             id,

@@ -73,6 +73,42 @@ fn check_records_by_default_and_history_finds_it() {
     assert!(review.status.success(), "{}", stderr(&review));
     let reviewed = history_json(&db, &["list", "--json", "--reviewed"]);
     assert_eq!(reviewed["rows"].as_array().map(Vec::len), Some(1));
+
+    // The queue hands a decided message to no one else.
+    let second = aegis(&[
+        "history",
+        "--db",
+        db_arg,
+        "review",
+        &id,
+        "--agree",
+        "--reviewer",
+        "budi",
+    ]);
+    assert!(!second.status.success());
+    assert!(
+        stderr(&second).contains("already decided by rina"),
+        "{}",
+        stderr(&second)
+    );
+    let claimed = history_json(&db, &["claim", "--reviewer", "budi", "--json"]);
+    assert_eq!(claimed["items"].as_array().map(Vec::len), Some(0));
+    let policy = aegis(&[
+        "history",
+        "--db",
+        db_arg,
+        "queue",
+        "--overlap",
+        "10",
+        "--claim-minutes",
+        "45",
+    ]);
+    assert_eq!(
+        stdout(&policy).trim(),
+        "overlap 10% (decided by two reviewers); claims last 45 minutes"
+    );
+    let agreement = history_json(&db, &["agreement", "--json"]);
+    assert_eq!(agreement["messages"], 0);
 }
 
 #[test]

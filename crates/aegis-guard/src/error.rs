@@ -31,6 +31,8 @@ pub enum ErrorKind {
     Io,
     /// The work was cancelled as asked.
     Cancelled,
+    /// Another reviewer holds or has decided this; take another.
+    Taken,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,9 @@ import type { ImportSummary } from "./ImportSummary";
 import type { ModelState } from "./ModelState";
 import type { NewValidator } from "./NewValidator";
 import type { PlaygroundRequest } from "./PlaygroundRequest";
+import type { QueuePolicy } from "./QueuePolicy";
 import type { ReviewQueue } from "./ReviewQueue";
+import type { ReviewerAgreement } from "./ReviewerAgreement";
 import type { Settings } from "./Settings";
 import type { StoredExample } from "./StoredExample";
 import type { Suggestion } from "./Suggestion";
@@ -40,6 +42,10 @@ export type Commands = {
   import_file: { args: { importId: string; path: string; column: string | null }; result: ImportSummary };
   cancel_run: { args: { runId: string }; result: boolean };
   review_queue: { args: { limit: number }; result: ReviewQueue };
+  release_reviews: { args: Record<string, never>; result: number };
+  queue_policy: { args: Record<string, never>; result: QueuePolicy };
+  set_queue_policy: { args: { policy: QueuePolicy }; result: null };
+  reviewer_agreement: { args: Record<string, never>; result: ReviewerAgreement };
   review: { args: { verdictId: number; decision: Decision; note: string }; result: number };
   undo_review: { args: { reviewId: number }; result: boolean };
   history: { args: { query: HistoryQuery; after: string | null; limit: number }; result: HistoryPage };
@@ -95,7 +101,15 @@ export function commands(call: Call) {
     importFile: (importId: string, path: string, column: string | null) => call("import_file", { importId, path, column }),
     /** Stops a running import, evaluation or training by the id it was started with. */
     cancelRun: (runId: string) => call("cancel_run", { runId }),
+    /** Claims up to `limit` verdicts of the team's queue for this reviewer, the most uncertain first; no one else is handed them until the claims expire or are released. */
     reviewQueue: (limit: number) => call("review_queue", { limit }),
+    /** Gives this reviewer's undecided claims back to the team. */
+    releaseReviews: () => call("release_reviews", {}),
+    /** The team's queue rules: the overlap share and how long a claim lasts. */
+    queuePolicy: () => call("queue_policy", {}),
+    setQueuePolicy: (policy: QueuePolicy) => call("set_queue_policy", { policy }),
+    /** Cohen's kappa between reviewers on the verdicts two of them decided. */
+    reviewerAgreement: () => call("reviewer_agreement", {}),
     review: (verdictId: number, decision: Decision, note: string) => call("review", { verdictId, decision, note }),
     undoReview: (reviewId: number) => call("undo_review", { reviewId }),
     history: (query: HistoryQuery, after: string | null, limit: number) => call("history", { query, after, limit }),

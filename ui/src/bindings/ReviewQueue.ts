@@ -3,10 +3,15 @@ import type { HistoryRow } from "./HistoryRow";
 
 export type ReviewQueue = { 
 /**
- * The most uncertain first.
+ * The batch claimed for this reviewer, the most uncertain first.
  */
 items: Array<HistoryRow>, 
 /**
- * Members of the queue in all, beyond the page too.
+ * Verdicts still waiting for this reviewer or anyone (beyond the batch too): those that want
+ * more reviewers than they have, less those other reviewers hold.
  */
-remaining: number, };
+remaining: number, 
+/**
+ * Unix milliseconds when the batch's claims expire unless claimed again.
+ */
+claimed_until: number, };

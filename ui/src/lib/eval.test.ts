@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { atThreshold, atThresholdFor, fixed, polyline } from "./eval";
+import { atThreshold, atThresholdFor, fixed, kappaText, polyline } from "./eval";
 
 // The hand-worked fixture of crates/aegis-eval/tests/fixtures/metrics.md (spam).
 const scores = [0.9, 0.8, 0.7, 0.7, 0.4, 0.2, 0.1];
@@ -29,5 +29,14 @@ describe("metrics at a threshold", () => {
 
   it("draws curves in SVG coordinates", () => {
     expect(polyline([[0, 0], [1, 1]], 100)).toBe("0.0,100.0 100.0,0.0");
+  });
+});
+
+describe("kappaText", () => {
+  it("names the band beside the figure, and nothing for an undefined kappa", () => {
+    expect(kappaText(null)).toBe("–");
+    expect(kappaText(0.4)).toBe("0.40 fair");
+    expect(kappaText(0.85)).toBe("0.85 almost perfect");
+    expect(kappaText(-0.1)).toBe("-0.10 worse than chance");
   });
 });

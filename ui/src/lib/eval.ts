@@ -51,6 +51,14 @@ export function fixed(value: number | null | undefined, digits = 3): string {
   return value == null ? "–" : value.toFixed(digits);
 }
 
+/** Cohen's kappa as read aloud: the figure and the band Landis and Koch named for it. */
+export function kappaText(kappa: number | null | undefined): string {
+  if (kappa == null) return "–";
+  const band =
+    kappa < 0 ? "worse than chance" : kappa <= 0.2 ? "slight" : kappa <= 0.4 ? "fair" : kappa <= 0.6 ? "moderate" : kappa <= 0.8 ? "substantial" : "almost perfect";
+  return `${kappa.toFixed(2)} ${band}`;
+}
+
 /** An SVG polyline's points for a curve in the unit square, drawn in a size×size box. */
 export function polyline(points: [number, number][], size: number): string {
   return points

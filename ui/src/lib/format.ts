@@ -41,6 +41,11 @@ export function time(millis: number): string {
   return new Date(millis).toLocaleString();
 }
 
+/** The time of day alone (a claim's expiry is within the day). */
+export function clock(millis: number): string {
+  return new Date(millis).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
 /** Bar heights (0..1) for a histogram, scaled to its tallest bin. */
 export function histogramHeights(bins: number[]): number[] {
   const tallest = Math.max(1, ...bins);

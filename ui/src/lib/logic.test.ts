@@ -39,6 +39,17 @@ describe("review session", () => {
     s.move(10);
     expect(s.cursor).toBe(2);
   });
+
+  it("drops an item someone else took, with nothing to undo", () => {
+    const s = new ReviewSession([row(1), row(2), row(3)]);
+    s.move(2);
+    expect(s.dropCurrent()?.verdict_id).toBe(3);
+    expect(s.current?.verdict_id).toBe(2);
+    expect(s.lastDecided()).toBeUndefined();
+    s.dropCurrent();
+    s.dropCurrent();
+    expect(s.dropCurrent()).toBeUndefined();
+  });
 });
 
 describe("formatting", () => {

@@ -36,6 +36,15 @@ export class DecisionQueue<T, R> {
     this.cursor = Math.min(this.cursor, Math.max(0, this.items.length - 1));
   }
 
+  /** Drops the current item undecided (someone else took it); the cursor stays in place. */
+  dropCurrent(): T | undefined {
+    const item = this.current;
+    if (item === undefined) return undefined;
+    this.items.splice(this.cursor, 1);
+    this.cursor = Math.min(this.cursor, Math.max(0, this.items.length - 1));
+    return item;
+  }
+
   /** The last decision to take back, if any. */
   lastDecided(): Decided<T, R> | undefined {
     return this.done[this.done.length - 1];

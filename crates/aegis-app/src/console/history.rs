@@ -4,8 +4,8 @@ use std::path::Path;
 
 use aegis_guard::Status;
 use aegis_store::{
-    parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryPage, NewReview, ReviewQueue,
-    Source, VerdictDetail,
+    parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryPage, NewReview, QueuePolicy,
+    ReviewQueue, ReviewerAgreement, Source, VerdictDetail,
 };
 use serde::{Deserialize, Serialize};
 
@@ -39,9 +39,31 @@ pub struct Exported {
 }
 
 impl Console {
+    /// Claims a batch of the team's queue for this console's reviewer (renewing what they hold).
     pub async fn review_queue(&self, limit: u32) -> Result<ReviewQueue, ConsoleError> {
-        let margin = lock(&self.settings).review_margin;
-        Ok(self.store.review_queue(margin, limit).await?)
+        let (margin, reviewer) = {
+            let settings = lock(&self.settings);
+            (settings.review_margin, settings.reviewer.clone())
+        };
+        Ok(self.store.claim_reviews(&reviewer, margin, limit).await?)
+    }
+
+    /// Gives the reviewer's undecided claims back to the team (leaving the queue).
+    pub async fn release_reviews(&self) -> Result<u64, ConsoleError> {
+        let reviewer = lock(&self.settings).reviewer.clone();
+        Ok(self.store.release_claims(&reviewer).await?)
+    }
+
+    pub async fn queue_policy(&self) -> Result<QueuePolicy, ConsoleError> {
+        Ok(self.store.queue_policy().await?)
+    }
+
+    pub async fn set_queue_policy(&self, policy: QueuePolicy) -> Result<(), ConsoleError> {
+        Ok(self.store.set_queue_policy(&policy).await?)
+    }
+
+    pub async fn reviewer_agreement(&self) -> Result<ReviewerAgreement, ConsoleError> {
+        Ok(self.store.reviewer_agreement().await?)
     }
 
     pub async fn review(
