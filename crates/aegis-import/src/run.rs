@@ -9,7 +9,7 @@ use aegis_runtime::{Worker, WorkerError};
 use aegis_store::{
     ImportBatch, ImportRow, NewVerdict, Source, Store, TemplateContent, ValidatorTally,
 };
-use futures_util::{stream, StreamExt};
+use futures_util::{stream, FutureExt, StreamExt};
 use serde::Serialize;
 
 use crate::read::{MessageFile, Row};
@@ -167,8 +167,21 @@ where
             )
             .buffered(CHECKS_IN_FLIGHT);
         let mut unavailable = None;
-        while let Some((line, position, outcome)) = outcomes.next().await {
+        let mut unrecorded = Unrecorded::default();
+        loop {
+            let next = match outcomes.next().now_or_never() {
+                Some(ready) => ready,
+                None => {
+                    // The checker has nothing ready: record what is in hand while it works.
+                    unrecorded.record(store, user_id).await?;
+                    outcomes.next().await
+                }
+            };
+            let Some((line, position, outcome)) = next else {
+                break;
+            };
             if cancel.load(Ordering::Relaxed) {
+                unrecorded.record(store, user_id).await?;
                 return summary(store, progress, false, true, false).await;
             }
             let at = ImportRow {
@@ -183,24 +196,21 @@ where
                     break;
                 }
                 Err(CheckFailure::Fatal(message)) => {
-                    return Err(ImportError::Stopped { line, message })
+                    unrecorded.record(store, user_id).await?;
+                    return Err(ImportError::Stopped { line, message });
                 }
             };
             match outcome {
-                Ok((text, (verdict, templates))) => {
-                    store
-                        .record(&NewVerdict {
-                            text: &text,
-                            source: Source::Import,
-                            user_id,
-                            import: Some(at),
-                            verdict: &verdict,
-                            templates: &templates,
-                        })
-                        .await?;
+                Ok((text, checked)) => {
+                    unrecorded.rows.push((text, checked, at));
+                    if unrecorded.rows.len() >= RECORDED_TOGETHER {
+                        unrecorded.record(store, user_id).await?;
+                    }
                     progress.recorded += 1;
                 }
                 Err(problem) => {
+                    // Rows are handled in order: the rows before this one are recorded first.
+                    unrecorded.record(store, user_id).await?;
                     store.skip_import_row(at).await?;
                     progress.bad_rows += 1;
                     progress.last_problem = Some((line, problem));
@@ -219,6 +229,7 @@ where
             );
             on_progress(&progress);
         }
+        unrecorded.record(store, user_id).await?;
         // The rows still in flight are abandoned with the stream: none was recorded.
         drop(outcomes);
         let Some(message) = unavailable else { break };
@@ -232,6 +243,41 @@ where
     }
     store.finish_import(batch.id).await?;
     summary(store, progress, true, false, false).await
+}
+
+/// Rows recorded in one transaction at most: enough that a commit's wait for the disk (and, on
+/// PostgreSQL, the server) is shared, few enough that a crash re-checks little on resume.
+const RECORDED_TOGETHER: usize = 64;
+
+/// Checked rows not yet in history, in row order. They are recorded together when the checker
+/// has nothing else ready (so a slow model sees each row recorded as it comes), when
+/// `RECORDED_TOGETHER` have gathered, and before anything else is written or the run ends.
+#[derive(Default)]
+struct Unrecorded {
+    rows: Vec<(String, RowChecked, ImportRow)>,
+}
+
+impl Unrecorded {
+    async fn record(&mut self, store: &Store, user_id: Option<&str>) -> Result<(), ImportError> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let verdicts: Vec<NewVerdict<'_>> = self
+            .rows
+            .iter()
+            .map(|(text, (verdict, templates), at)| NewVerdict {
+                text,
+                source: Source::Import,
+                user_id,
+                import: Some(*at),
+                verdict,
+                templates,
+            })
+            .collect();
+        store.record_many(&verdicts).await?;
+        self.rows.clear();
+        Ok(())
+    }
 }
 
 fn initial_progress(batch: &ImportBatch) -> ImportProgress {

@@ -1,5 +1,5 @@
-//! History at scale: fills 100,000 verdicts, then times recording, a filtered page, a full-text
-//! search (beside a LIKE scan of the same database as the baseline) and an export.
+//! History at scale: fills 100,000 verdicts, then times recording (one verdict at a time, and an
+//! import's groups of 64), a filtered page, a full-text search (beside a LIKE scan of the same database as the baseline) and an export.
 //!
 //! Run: cargo bench -p aegis-store --bench history [-- ROWS]
 //! On PostgreSQL: AEGIS_TEST_POSTGRES_URL=$(scripts/postgres.sh start DIR) cargo bench … (a new
@@ -63,6 +63,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let fill_ms = millis(started);
         println!("filled {rows} verdicts in {:.1} s: {:.0} verdicts/s recorded (one transaction each)", fill_ms / 1e3, rows as f64 / (fill_ms / 1e3));
 
+        // An import's writes: rows of one batch, recorded 64 to a transaction as `aegis import`
+        // does while its checker keeps up (crates/aegis-import/src/run.rs).
+        let imported = (rows / 4).max(64);
+        let batch = store.begin_import("bench.txt", "bench-sha", imported as i64).await?;
+        let started = Instant::now();
+        let mut row = 0;
+        while row < imported {
+            let group: Vec<(String, Verdict)> = (row..(row + 64).min(imported)).map(|i| (text(rows + i), verdict(i))).collect();
+            let verdicts: Vec<NewVerdict<'_>> = group
+                .iter()
+                .enumerate()
+                .map(|(k, (t, v))| NewVerdict { text: t, source: Source::Import, user_id: None, import: Some(aegis_store::ImportRow { batch_id: batch.id, row: (row + k as u64 + 1) as i64 }), verdict: v, templates: &templates })
+                .collect();
+            store.record_many(&verdicts).await?;
+            row += group.len() as u64;
+        }
+        let import_ms = millis(started);
+
         let mut raw = sqlx::AnyConnection::connect(&temp.url()).await?;
         let repeat = 20;
 
@@ -116,6 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("| export JSONL, {exported} verdicts | {:.0} ms ({:.0} rows/s) | | |", jsonl_ms, exported as f64 / (jsonl_ms / 1e3));
         println!("| export CSV | {:.0} ms ({:.0} rows/s) | | |", csv_ms, exported as f64 / (csv_ms / 1e3));
         println!("| record (one transaction per verdict) | {:.3} ms each | | |", fill_ms / rows as f64);
+        println!("| import's writes ({imported} rows, 64 to a transaction) | {:.3} ms each ({:.0} rows/s) | | |", import_ms / imported as f64, imported as f64 / (import_ms / 1e3));
         if let aegis_store::Database::Sqlite(path) = &temp.database {
             println!("database size: {:.1} MiB", std::fs::metadata(path)?.len() as f64 / 1048576.0);
         }

@@ -2,7 +2,6 @@
 //! verdict, so a killed import resumes after the last committed row and never records a row twice.
 
 use serde::Serialize;
-use sqlx::{Any, Transaction};
 
 use crate::error::Result;
 use crate::open::Store;
@@ -53,7 +52,7 @@ impl Store {
 
     pub(crate) async fn advance_import(
         &self,
-        tx: &mut Transaction<'_, Any>,
+        tx: &mut sqlx::AnyConnection,
         import: ImportRow,
         now: i64,
     ) -> Result<()> {
@@ -63,7 +62,7 @@ impl Store {
         .bind(import.row)
         .bind(now)
         .bind(import.batch_id)
-        .execute(&mut **tx)
+        .execute(tx)
         .await
         .map_err(|e| self.sql(e))?;
         Ok(())

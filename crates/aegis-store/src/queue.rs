@@ -12,6 +12,7 @@ use crate::database::Engine;
 use crate::error::{Result, StoreError};
 use crate::open::Store;
 use crate::query::HistoryRow;
+use crate::reviews::reviewer_name;
 use crate::sql::{lock_rows, Sql};
 use crate::time::{format_millis, now_millis};
 
@@ -496,15 +497,6 @@ impl Store {
             })
             .collect())
     }
-}
-
-/// A reviewer's name as stored: trimmed, and never empty.
-pub(crate) fn reviewer_name(reviewer: &str) -> Result<&str> {
-    let name = reviewer.trim();
-    if name.is_empty() {
-        return Err(StoreError::Invalid("a review needs a reviewer name".into()));
-    }
-    Ok(name)
 }
 
 #[cfg(test)]

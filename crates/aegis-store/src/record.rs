@@ -108,6 +108,14 @@ impl Store {
 
     /// Records one verdict; returns its id.
     pub async fn record(&self, new: &NewVerdict<'_>) -> Result<i64> {
+        Ok(self.record_many(std::slice::from_ref(new)).await?[0])
+    }
+
+    /// Records verdicts in one transaction, all or none; returns their ids in order. An import
+    /// records what its checker returned at once this way: each commit waits for the disk (on
+    /// PostgreSQL, a round trip to the server too), and a transaction per verdict is what made
+    /// importing into PostgreSQL slow.
+    pub async fn record_many(&self, verdicts: &[NewVerdict<'_>]) -> Result<Vec<i64>> {
         let now = now_millis();
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
         let unknown: Vec<&TemplateContent> = {
@@ -115,15 +123,45 @@ impl Store {
                 .known_templates
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            new.templates
-                .iter()
-                .filter(|t| !known.contains(&(t.key.clone(), t.content_hash.clone())))
-                .collect()
+            let mut unknown: Vec<&TemplateContent> = Vec::new();
+            for t in verdicts.iter().flat_map(|v| v.templates.iter()) {
+                let pair = (t.key.clone(), t.content_hash.clone());
+                if !known.contains(&pair)
+                    && !unknown
+                        .iter()
+                        .any(|u| u.key == t.key && u.content_hash == t.content_hash)
+                {
+                    unknown.push(t);
+                }
+            }
+            unknown
         };
         for t in &unknown {
             self.keep_template_version(&mut tx, &t.key, &t.content_hash, &t.content, now)
                 .await?;
         }
+        let mut ids = Vec::with_capacity(verdicts.len());
+        for new in verdicts {
+            ids.push(self.record_in(&mut tx, new, now).await?);
+        }
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        let mut known = self
+            .known_templates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for t in unknown {
+            known.insert((t.key.clone(), t.content_hash.clone()));
+        }
+        Ok(ids)
+    }
+
+    /// One verdict's rows, inside the caller's transaction.
+    async fn record_in(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        new: &NewVerdict<'_>,
+        now: i64,
+    ) -> Result<i64> {
         let message_id: i64 = sqlx::query_scalar(
             "INSERT INTO messages (text, source, user_id, import_batch_id, import_row, role, turn_index, context, context_cut, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
         )
@@ -246,15 +284,7 @@ impl Store {
                 .map_err(|e| self.sql(e))?;
         }
         if let Some(import) = new.import {
-            self.advance_import(&mut tx, import, now).await?;
-        }
-        tx.commit().await.map_err(|e| self.sql(e))?;
-        let mut known = self
-            .known_templates
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for t in unknown {
-            known.insert((t.key.clone(), t.content_hash.clone()));
+            self.advance_import(tx, import, now).await?;
         }
         Ok(verdict_id)
     }

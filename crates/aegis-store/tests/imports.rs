@@ -73,3 +73,38 @@ async fn an_import_resumes_after_its_last_committed_row_and_never_duplicates() {
         .expect("new file");
     assert_ne!(other.id, batch.id);
 }
+
+#[tokio::test]
+async fn rows_recorded_together_are_kept_all_or_none() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let batch = s.begin_import("g.txt", "sha-g", 3).await.expect("batch");
+    let flagged = verdict(&["spam"]);
+    let all = templates();
+    let row = |n: i64, text: &'static str| NewVerdict {
+        text,
+        source: Source::Import,
+        user_id: None,
+        import: Some(ImportRow {
+            batch_id: batch.id,
+            row: n,
+        }),
+        verdict: &flagged,
+        templates: &all,
+    };
+    // The second is the first's row again, which an import never records twice: nothing of
+    // the group is kept.
+    s.record_many(&[row(1, "satu"), row(1, "satu lagi")])
+        .await
+        .unwrap_err();
+    assert_eq!(s.count(&HistoryFilter::default()).await.expect("count"), 0);
+
+    let ids = s
+        .record_many(&[row(1, "satu"), row(2, "dua")])
+        .await
+        .expect("together");
+    assert_eq!(ids.len(), 2);
+    assert!(ids[0] < ids[1], "recorded in order");
+    let resumed = s.begin_import("g.txt", "sha-g", 3).await.expect("resume");
+    assert_eq!((resumed.rows_done, resumed.last_row), (2, 2));
+}
