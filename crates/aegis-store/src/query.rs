@@ -163,17 +163,7 @@ impl Store {
         }
         q.push(" ORDER BY v.created_at DESC, v.id DESC LIMIT ")
             .push_bind(i64::from(limit));
-        let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
-        let raw = sqlx::query_with(&text, args)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(|e| self.sql(e))?;
-        let mut rows = raw
-            .iter()
-            .map(row_from)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.sql(e))?;
-        self.attach_results(&mut rows).await?;
+        let rows = self.rows_with_results(q).await?;
         let next = (rows.len() == limit as usize)
             .then(|| rows.last())
             .flatten()
@@ -280,16 +270,8 @@ impl Store {
         Ok(readings)
     }
 
-    /// The rows of these verdicts with their results, in the order given; ids not in history
-    /// are left out.
-    pub(crate) async fn rows_by_id(&self, verdict_ids: &[i64]) -> Result<Vec<HistoryRow>> {
-        if verdict_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut q = Sql::new(format!(
-            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE v.id IN ("
-        ));
-        q.push_binds(verdict_ids.iter().copied()).push(")");
+    /// The rows a query of `ROW_COLUMNS` selects, with their results attached.
+    async fn rows_with_results(&self, q: Sql) -> Result<Vec<HistoryRow>> {
         let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
         let raw = sqlx::query_with(&text, args)
             .fetch_all(&self.reader)
@@ -301,6 +283,20 @@ impl Store {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| self.sql(e))?;
         self.attach_results(&mut rows).await?;
+        Ok(rows)
+    }
+
+    /// The rows of these verdicts with their results, in the order given; ids not in history
+    /// are left out.
+    pub(crate) async fn rows_by_id(&self, verdict_ids: &[i64]) -> Result<Vec<HistoryRow>> {
+        if verdict_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = Sql::new(format!(
+            "SELECT {ROW_COLUMNS} FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE v.id IN ("
+        ));
+        q.push_binds(verdict_ids.iter().copied()).push(")");
+        let rows = self.rows_with_results(q).await?;
         let mut by_id: HashMap<i64, HistoryRow> =
             rows.into_iter().map(|row| (row.verdict_id, row)).collect();
         Ok(verdict_ids

@@ -408,6 +408,16 @@ impl Store {
     pub async fn delete_review(&self, review_id: i64) -> Result<bool> {
         let policy = self.queue_policy().await?;
         let mut tx = self.begin_deciding().await?;
+        // The verdict is locked first, as a claim locks it: a console claiming it at this moment
+        // either sees the review or, once this commits, the claim given back in its place.
+        sqlx::query(&format!(
+            "SELECT v.id FROM verdicts v JOIN reviews rv ON rv.verdict_id = v.id WHERE rv.id = $1{}",
+            lock_rows(self.engine())
+        ))
+        .bind(review_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
         let taken: Option<(i64, String)> =
             sqlx::query_as("DELETE FROM reviews WHERE id = $1 RETURNING verdict_id, reviewer")
                 .bind(review_id)

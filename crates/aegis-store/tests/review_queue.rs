@@ -70,6 +70,46 @@ async fn two_reviewers_claim_different_verdicts_and_neither_decides_the_others()
     assert_eq!(unclaimed.remaining, 0);
 }
 
+/// Consoles claiming at the same moment get batches that share no verdict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn consoles_claiming_at_once_get_disjoint_batches() {
+    let t = temp_store().await;
+    for i in 0..200 {
+        record(
+            &t.store,
+            &format!("promo {i}"),
+            Source::Typed,
+            None,
+            &["spam"],
+        )
+        .await;
+    }
+    // Every console connected and waiting, so that the claims really meet.
+    let start = Arc::new(tokio::sync::Barrier::new(8));
+    let mut claims = Vec::new();
+    for reviewer in 0..8 {
+        let store = Store::connect(&t.database).await.expect("console");
+        let start = start.clone();
+        claims.push(tokio::spawn(async move {
+            start.wait().await;
+            let batch = store
+                .claim_reviews(&format!("r{reviewer}"), 0.15, 20)
+                .await
+                .expect("claim");
+            store.close().await;
+            ids(&batch)
+        }));
+    }
+    let mut seen = BTreeSet::new();
+    for claim in claims {
+        for id in claim.await.expect("claimer") {
+            assert!(seen.insert(id), "verdict {id} was handed to two consoles");
+        }
+    }
+    // A console whose candidates another claimed between its snapshot and its lock gets fewer.
+    assert!((20..=160).contains(&seen.len()), "{} claimed", seen.len());
+}
+
 #[tokio::test]
 async fn the_overlap_share_goes_to_two_reviewers_and_their_agreement_is_measured() {
     let t = temp_store().await;
