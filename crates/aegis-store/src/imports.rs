@@ -50,18 +50,22 @@ impl Store {
         .map_err(|e| self.sql(e))
     }
 
+    /// Counts `rows` more rows of the batch handled, the furthest being `last_row`.
     pub(crate) async fn advance_import(
         &self,
         tx: &mut sqlx::AnyConnection,
-        import: ImportRow,
+        batch_id: i64,
+        rows: i64,
+        last_row: i64,
         now: i64,
     ) -> Result<()> {
         sqlx::query(
-            "UPDATE import_batches SET rows_done = rows_done + 1, last_row = CASE WHEN last_row > $1 THEN last_row ELSE $1 END, updated_at = $2 WHERE id = $3",
+            "UPDATE import_batches SET rows_done = rows_done + $1, last_row = CASE WHEN last_row > $2 THEN last_row ELSE $2 END, updated_at = $3 WHERE id = $4",
         )
-        .bind(import.row)
+        .bind(rows)
+        .bind(last_row)
         .bind(now)
-        .bind(import.batch_id)
+        .bind(batch_id)
         .execute(tx)
         .await
         .map_err(|e| self.sql(e))?;
@@ -71,7 +75,8 @@ impl Store {
     /// Marks a row handled without a verdict (bad input), so a resumed run does not retry it.
     pub async fn skip_import_row(&self, import: ImportRow) -> Result<()> {
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
-        self.advance_import(&mut tx, import, now_millis()).await?;
+        self.advance_import(&mut tx, import.batch_id, 1, import.row, now_millis())
+            .await?;
         tx.commit().await.map_err(|e| self.sql(e))
     }
 

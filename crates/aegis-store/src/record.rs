@@ -1,6 +1,8 @@
 //! Recording a verdict: message, verdict, results, template versions and import progress in one
 //! transaction, so a crash leaves either all of it or none.
 
+use std::collections::BTreeMap;
+
 use aegis_guard::Verdict;
 use serde::{Deserialize, Serialize};
 
@@ -140,9 +142,34 @@ impl Store {
             self.keep_template_version(&mut tx, &t.key, &t.content_hash, &t.content, now)
                 .await?;
         }
+        // A verdict's message and row are a statement each (each needs the id the one before
+        // it made); its results and readings, and the import's progress, are written for the
+        // whole group at once: each statement is a round trip to a PostgreSQL server.
         let mut ids = Vec::with_capacity(verdicts.len());
+        let mut rows = ResultRows::new();
+        let mut progress: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
         for new in verdicts {
-            ids.push(self.record_in(&mut tx, new, now).await?);
+            let verdict_id = self.insert_verdict(&mut tx, new, now).await?;
+            rows.push(verdict_id, new.verdict)?;
+            if rows.is_full() {
+                self.write_result_rows(
+                    &mut tx,
+                    std::mem::replace(&mut rows, ResultRows::new()),
+                    verdicts,
+                )
+                .await?;
+            }
+            if let Some(import) = new.import {
+                let (count, last) = progress.entry(import.batch_id).or_insert((0, 0));
+                *count += 1;
+                *last = (*last).max(import.row);
+            }
+            ids.push(verdict_id);
+        }
+        self.write_result_rows(&mut tx, rows, verdicts).await?;
+        for (batch_id, (count, last_row)) in progress {
+            self.advance_import(&mut tx, batch_id, count, last_row, now)
+                .await?;
         }
         tx.commit().await.map_err(|e| self.sql(e))?;
         let mut known = self
@@ -155,8 +182,8 @@ impl Store {
         Ok(ids)
     }
 
-    /// One verdict's rows, inside the caller's transaction.
-    async fn record_in(
+    /// A verdict's message and verdict rows, inside the caller's transaction; its id.
+    async fn insert_verdict(
         &self,
         tx: &mut sqlx::AnyConnection,
         new: &NewVerdict<'_>,
@@ -206,14 +233,77 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| self.sql(e))?;
-        // One statement for the results and one for their readings: each statement is a round
-        // trip to a PostgreSQL server, and a verdict has four results and their readings.
-        let mut results = Sql::new(
-            "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id) VALUES ",
-        );
-        let mut readings = Sql::new(
-            "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES ",
-        );
+        Ok(verdict_id)
+    }
+
+    /// Writes the gathered results and readings.
+    async fn write_result_rows(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        rows: ResultRows,
+        verdicts: &[NewVerdict<'_>],
+    ) -> Result<()> {
+        if rows.results.rows() > 0 {
+            let (text, args) = rows.results.into_parts().map_err(|e| self.sql(e))?;
+            sqlx::query_with(&text, args)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(db)
+                        if db.kind() == sqlx::error::ErrorKind::NotNullViolation =>
+                    {
+                        let mut given: Vec<String> = verdicts
+                            .iter()
+                            .flat_map(|v| v.verdict.templates.iter())
+                            .map(|t| format!("{} {}", t.key, t.content_hash))
+                            .collect();
+                        given.dedup();
+                        StoreError::Invalid(format!(
+                            "a template of this verdict ({}) was not given to record",
+                            given.join(", ")
+                        ))
+                    }
+                    _ => self.sql(e),
+                })?;
+        }
+        if rows.readings.rows() > 0 {
+            let (text, args) = rows.readings.into_parts().map_err(|e| self.sql(e))?;
+            sqlx::query_with(&text, args)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.sql(e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Results and readings of verdicts being recorded, as two multi-row inserts.
+struct ResultRows {
+    results: Sql,
+    readings: Sql,
+}
+
+impl ResultRows {
+    /// Rows a statement takes at most: 2,000 results of 13 values, or readings of 7, stay under
+    /// SQLite's 32,766 bound values.
+    const MOST_ROWS: usize = 2_000;
+
+    fn new() -> Self {
+        Self {
+            results: Sql::new(
+                "INSERT INTO validator_results (verdict_id, validator_key, position, score, prompt_score, learned_score, decided_by, threshold, passed, latency_ms, head_hash, template_version_id) VALUES ",
+            ),
+            readings: Sql::new(
+                "INSERT INTO validator_readings (verdict_id, validator_key, position, reading, score, decided, turned) VALUES ",
+            ),
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.results.rows() >= Self::MOST_ROWS || self.readings.rows() >= Self::MOST_ROWS
+    }
+
+    fn push(&mut self, verdict_id: i64, v: &Verdict) -> Result<()> {
         for (position, r) in v.results.iter().enumerate() {
             let template_hash = v
                 .templates
@@ -223,7 +313,7 @@ impl Store {
                 .ok_or_else(|| {
                     StoreError::Invalid(format!("the verdict names no template for {}", r.key))
                 })?;
-            results
+            self.results
                 .begin_row()
                 .value(verdict_id)
                 .value(r.key.clone())
@@ -243,7 +333,7 @@ impl Store {
                 .push(")")
                 .end_row();
             for (position, reading) in r.readings.iter().enumerate() {
-                readings
+                self.readings
                     .begin_row()
                     .value(verdict_id)
                     .value(r.key.clone())
@@ -255,38 +345,7 @@ impl Store {
                     .end_row();
             }
         }
-        if results.rows() > 0 {
-            let (text, args) = results.into_parts().map_err(|e| self.sql(e))?;
-            sqlx::query_with(&text, args)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| match &e {
-                    sqlx::Error::Database(db)
-                        if db.kind() == sqlx::error::ErrorKind::NotNullViolation =>
-                    {
-                        StoreError::Invalid(format!(
-                            "a template of this verdict ({}) was not given to record",
-                            v.templates
-                                .iter()
-                                .map(|t| format!("{} {}", t.key, t.content_hash))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    }
-                    _ => self.sql(e),
-                })?;
-        }
-        if readings.rows() > 0 {
-            let (text, args) = readings.into_parts().map_err(|e| self.sql(e))?;
-            sqlx::query_with(&text, args)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.sql(e))?;
-        }
-        if let Some(import) = new.import {
-            self.advance_import(tx, import, now).await?;
-        }
-        Ok(verdict_id)
+        Ok(())
     }
 }
 
