@@ -79,6 +79,11 @@ fn overlap_place(verdict_id: i64) -> i64 {
     (verdict_id.rem_euclid(100) * 37) % 100
 }
 
+/// Claims as rows of `VALUES` follow; a reviewer's claim on a verdict they hold already is renewed.
+const CLAIM_INSERT: &str =
+    "INSERT INTO review_claims (verdict_id, reviewer, claimed_at, expires_at) VALUES ";
+const CLAIM_RENEWS: &str = " ON CONFLICT (verdict_id, reviewer) DO UPDATE SET claimed_at = excluded.claimed_at, expires_at = excluded.expires_at";
+
 /// The same spreading in SQL, for the queue's own queries.
 const OVERLAP_PLACE_SQL: &str = "((m.id % 100) * 37) % 100";
 
@@ -151,6 +156,7 @@ impl Holders {
 /// threshold. Open to `$2`: not decided by them, and wanting more reviewers than have decided or
 /// hold unexpired claims (`$3` is now) other than theirs; the overlap share (`$1` percent) wants
 /// two. The partial index on unsettled verdicts keeps this a walk over the queue, not the history.
+/// `q` holds only the select list: the numbers above are its first values.
 fn open_to(q: &mut Sql, margin: f64, reviewer: &str, now: i64, policy: &QueuePolicy) {
     q.push(format!(
         "FROM verdicts m
@@ -230,9 +236,8 @@ impl Store {
             .execute(&mut *tx)
             .await
             .map_err(|e| self.sql(e))?;
-        let mut q = Sql::new("");
+        let mut q = Sql::new("SELECT m.id ");
         open_to(&mut q, margin, reviewer, now, &policy);
-        q.prepend("SELECT m.id ");
         q.push(" ORDER BY m.uncertainty ASC, m.id DESC LIMIT ")
             .push_bind(i64::from(size.clamp(1, 1000)));
         q.push(match self.engine() {
@@ -257,9 +262,7 @@ impl Store {
             })
             .collect();
         if !claimed.is_empty() {
-            let mut insert = Sql::new(
-                "INSERT INTO review_claims (verdict_id, reviewer, claimed_at, expires_at) VALUES ",
-            );
+            let mut insert = Sql::new(CLAIM_INSERT);
             for id in &claimed {
                 insert
                     .begin_row()
@@ -269,9 +272,7 @@ impl Store {
                     .value(claimed_until)
                     .end_row();
             }
-            insert.push(
-                " ON CONFLICT (verdict_id, reviewer) DO UPDATE SET claimed_at = excluded.claimed_at, expires_at = excluded.expires_at",
-            );
+            insert.push(CLAIM_RENEWS);
             let (text, args) = insert.into_parts().map_err(|e| self.sql(e))?;
             sqlx::query_with(&text, args)
                 .execute(&mut *tx)
@@ -281,9 +282,8 @@ impl Store {
         tx.commit().await.map_err(|e| self.sql(e))?;
 
         let items = self.rows_by_id(&claimed).await?;
-        let mut count = Sql::new("");
+        let mut count = Sql::new("SELECT count(*) ");
         open_to(&mut count, margin, reviewer, now, &policy);
-        count.prepend("SELECT count(*) ");
         let (text, args) = count.into_parts().map_err(|e| self.sql(e))?;
         let remaining = sqlx::query_scalar_with(&text, args)
             .fetch_one(&self.reader)
@@ -430,17 +430,14 @@ impl Store {
         self.settle(&mut tx, verdict_id, policy.reviewers_wanted(verdict_id))
             .await?;
         let now = now_millis();
-        sqlx::query(
-            "INSERT INTO review_claims (verdict_id, reviewer, claimed_at, expires_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (verdict_id, reviewer) DO UPDATE SET claimed_at = excluded.claimed_at, expires_at = excluded.expires_at",
-        )
-        .bind(verdict_id)
-        .bind(reviewer)
-        .bind(now)
-        .bind(now + policy.claim_millis())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| self.sql(e))?;
+        sqlx::query(&format!("{CLAIM_INSERT}($1, $2, $3, $4){CLAIM_RENEWS}"))
+            .bind(verdict_id)
+            .bind(reviewer)
+            .bind(now)
+            .bind(now + policy.claim_millis())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.sql(e))?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(true)
     }

@@ -257,6 +257,7 @@ impl Store {
                             .flat_map(|v| v.verdict.templates.iter())
                             .map(|t| format!("{} {}", t.key, t.content_hash))
                             .collect();
+                        given.sort();
                         given.dedup();
                         StoreError::Invalid(format!(
                             "a template of this verdict ({}) was not given to record",

@@ -60,12 +60,6 @@ impl Sql {
         self
     }
 
-    /// Text before everything written so far (to wrap a query in another).
-    pub(crate) fn prepend(&mut self, text: &str) -> &mut Self {
-        self.text.insert_str(0, text);
-        self
-    }
-
     /// `values` bound and separated by commas (for `IN (…)`).
     pub(crate) fn push_binds<T>(&mut self, values: impl IntoIterator<Item = T>) -> &mut Self
     where
