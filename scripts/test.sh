@@ -38,11 +38,15 @@ fi
 # The models are set up above: a test that needs one must run, never be ignored for lack of it.
 export AEGIS_REQUIRE_MODELS=1
 # The lab feature too, so the research commands' tests run.
-cargo test --workspace --locked --features aegis-cli/lab
+workspace=(--workspace --locked --features aegis-cli/lab)
+cargo test "${workspace[@]}"
 # The history store's tests once more on a real PostgreSQL (Debian's, a throwaway cluster on
-# 127.0.0.1), so both engines pass the same tests.
+# 127.0.0.1), so both engines pass the same tests. The binary is the one just built: `cargo test
+# -p aegis-store` would build the crate again with other features.
+store_tests="$(cargo test "${workspace[@]}" --no-run --message-format=json 2>/dev/null |
+  python3 scripts/test-binary.py crates/aegis-store/tests/tests.rs)"
 pg_dir="$(mktemp -d /tmp/aegis-test-postgres.XXXXXX)"
 trap 'bash scripts/postgres.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
 AEGIS_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start "$pg_dir")" \
-  cargo test --locked -p aegis-store --test tests
+  bash -c 'cd crates/aegis-store && exec "$0"' "$store_tests"
 bash scripts/e2e.sh
