@@ -29,6 +29,8 @@ fn export(out: &Path) {
         aegis_store::ReviewQueue::export_all_to(out),
         aegis_store::QueuePolicy::export_all_to(out),
         aegis_store::ReviewerAgreement::export_all_to(out),
+        aegis_store::Member::export_all_to(out),
+        aegis_store::AuditEntry::export_all_to(out),
         aegis_store::TemplateSave::export_all_to(out),
         aegis_store::Decision::export_all_to(out),
         aegis_store::EvalRunSummary::export_all_to(out),

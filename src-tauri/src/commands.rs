@@ -9,8 +9,9 @@ use aegis_eval::Comparison;
 use aegis_guard::{Turn, TurnsChecked};
 use aegis_import::ImportSummary;
 use aegis_store::{
-    Decision, EvalRunSummary, ExampleOrigin, HeadVersion, HistoryPage, QueuePolicy, ReviewQueue,
-    ReviewerAgreement, StoredExample, TemplateSave, VerdictDetail,
+    AuditEntry, Decision, EvalRunSummary, ExampleOrigin, HeadVersion, HistoryPage, Member,
+    MemberRole, QueuePolicy, ReviewQueue, ReviewerAgreement, StoredExample, TemplateSave,
+    VerdictDetail,
 };
 use tauri::State;
 
@@ -108,6 +109,34 @@ pub async fn queue_policy(console: Console_<'_>) -> Answer<QueuePolicy> {
 #[tauri::command]
 pub async fn set_queue_policy(console: Console_<'_>, policy: QueuePolicy) -> Answer<()> {
     Ok(console.set_queue_policy(policy).await?)
+}
+
+/// The team's members and their roles.
+#[tauri::command]
+pub async fn members(console: Console_<'_>) -> Answer<Vec<Member>> {
+    Ok(console.members().await?)
+}
+
+/// Names a member or changes their role (admins; the first member is an admin naming
+/// themselves).
+#[tauri::command]
+pub async fn set_member(console: Console_<'_>, name: String, role: MemberRole) -> Answer<Member> {
+    Ok(console.set_member(name, role).await?)
+}
+
+#[tauri::command]
+pub async fn remove_member(console: Console_<'_>, name: String) -> Answer<bool> {
+    Ok(console.remove_member(name).await?)
+}
+
+/// Who decided and changed what, newest first.
+#[tauri::command]
+pub async fn audit_log(
+    console: Console_<'_>,
+    before: Option<i64>,
+    limit: u32,
+) -> Answer<Vec<AuditEntry>> {
+    Ok(console.audit_log(before, limit).await?)
 }
 
 /// Cohen's kappa between reviewers on the verdicts two of them decided.

@@ -51,6 +51,7 @@ impl ConsoleError {
             Self::Guard(e) => e.kind(),
             Self::Worker(e) => e.kind(),
             Self::Store(aegis_store::StoreError::Taken { .. }) => ErrorKind::Taken,
+            Self::Store(aegis_store::StoreError::Forbidden { .. }) => ErrorKind::Forbidden,
             Self::Store(_) => ErrorKind::Store,
             Self::Read(_) | Self::Dataset(_) | Self::Unreadable { .. } => ErrorKind::File,
             Self::Import(_) => ErrorKind::Import,

@@ -463,6 +463,7 @@ impl Console {
         let found = guard.validator(validator);
         let applied = aegis_teach::apply_head(
             self.store(),
+            &self.actor(),
             &self.prompts_dir()?,
             found,
             &head,
@@ -490,7 +491,12 @@ impl Console {
             std::fs::read_to_string(&path).map_err(|source| ConsoleError::Io { path, source })?;
         let parsed = templates::parse(&dir, validator, &content)?;
         self.store()
-            .save_template_version(validator, &parsed.content_hash, &parsed.content)
+            .save_template_version(
+                &self.actor(),
+                validator,
+                &parsed.content_hash,
+                &parsed.content,
+            )
             .await?;
         Ok(())
     }
@@ -504,6 +510,7 @@ impl Console {
         let guard = self.loaded_guard()?;
         let applied = aegis_teach::revert_head(
             self.store(),
+            &self.actor(),
             &self.prompts_dir()?,
             guard.validators(),
             version,

@@ -225,6 +225,7 @@ pub fn run(args: AdaptArgs) -> Result<ExitStatus> {
                 }
                 .to_string(),
                 note: format!("aegis adapt on {} files", args.data.len()),
+                applied_by: args.db.actor(),
             };
             let prompts = args.prompts.clone();
             let applied = with_store(&args.db, |store| async move {

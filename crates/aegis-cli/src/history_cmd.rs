@@ -25,9 +25,28 @@ pub struct DbArgs {
         global = true
     )]
     pub database: Option<String>,
+    /// Who is acting: the name the team's roles check and the audit log records, and the
+    /// reviewer whose claims and decisions these are (default: $USER).
+    #[arg(
+        long = "as",
+        visible_alias = "reviewer",
+        value_name = "NAME",
+        env = "AEGIS_MEMBER",
+        global = true
+    )]
+    pub member: Option<String>,
 }
 
 impl DbArgs {
+    /// The name this command acts as.
+    pub fn actor(&self) -> String {
+        self.member
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .filter(|name| !name.trim().is_empty())
+            .unwrap_or_else(|| "reviewer".into())
+    }
+
     pub fn database(&self) -> Result<Database> {
         let given = self
             .database
@@ -185,16 +204,12 @@ pub enum HistoryCommand {
         /// Per-validator decision, e.g. --validator toxic=overturn (repeatable).
         #[arg(long = "validator", value_name = "KEY=DECISION")]
         validators: Vec<String>,
-        #[arg(long, env = "USER", default_value = "reviewer")]
-        reviewer: String,
         #[arg(long, default_value = "")]
         note: String,
     },
     /// Claim a batch of the team's review queue for a reviewer, the most uncertain first: no one
     /// else is handed these verdicts until the claims expire or are released.
     Claim {
-        #[arg(long, env = "USER", default_value = "reviewer")]
-        reviewer: String,
         #[arg(long, default_value_t = 25)]
         limit: u32,
         /// Passed verdicts this close to a threshold join the queue too.
@@ -204,10 +219,7 @@ pub enum HistoryCommand {
         json: bool,
     },
     /// Give a reviewer's undecided claims back to the team.
-    Release {
-        #[arg(long, env = "USER", default_value = "reviewer")]
-        reviewer: String,
-    },
+    Release,
     /// Show the team's queue rules, or change them.
     Queue {
         /// Percent of queued verdicts two reviewers decide apart, to measure their agreement.
@@ -241,6 +253,7 @@ pub fn run(args: HistoryArgs) -> Result<ExitStatus> {
 
 async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
     let store = args.db.open().await?;
+    let actor = args.db.actor();
     match args.command {
         HistoryCommand::List {
             filter,
@@ -400,7 +413,6 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
             agree: _,
             overturn,
             validators,
-            reviewer,
             note,
         } => {
             let validators = validators
@@ -415,7 +427,7 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
             let review_id = store
                 .add_review(&NewReview {
                     verdict_id: id,
-                    reviewer,
+                    reviewer: actor.clone(),
                     decision: if overturn {
                         Decision::Overturn
                     } else {
@@ -428,12 +440,11 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
             println!("review {review_id} recorded on verdict {id}");
         }
         HistoryCommand::Claim {
-            reviewer,
             limit,
             margin,
             json,
         } => {
-            let batch = store.claim_reviews(&reviewer, margin, limit).await?;
+            let batch = store.claim_reviews(&actor, margin, limit).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&batch)?);
             } else {
@@ -443,14 +454,14 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                 println!(
                     "{} claimed for {} until {}; {} waiting in all",
                     batch.items.len(),
-                    reviewer.trim(),
+                    actor.trim(),
                     format_millis(batch.claimed_until),
                     batch.remaining
                 );
             }
         }
-        HistoryCommand::Release { reviewer } => {
-            let released = store.release_claims(&reviewer).await?;
+        HistoryCommand::Release => {
+            let released = store.release_claims(&actor).await?;
             println!("{released} claims given back");
         }
         HistoryCommand::Queue {
@@ -465,7 +476,7 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                 if let Some(minutes) = claim_minutes {
                     policy.claim_seconds = minutes.saturating_mul(60);
                 }
-                store.set_queue_policy(&policy).await?;
+                store.set_queue_policy(&actor, &policy).await?;
             }
             println!(
                 "overlap {}% (decided by two reviewers); claims last {} minutes",
@@ -508,13 +519,13 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
             filter,
         } => match (id, matching) {
             (Some(id), _) => {
-                if !store.delete(id).await? {
+                if !store.delete(&actor, id).await? {
                     bail!("no verdict {id} in {}", store.database());
                 }
                 println!("deleted verdict {id}");
             }
             (None, true) => {
-                let deleted = store.delete_matching(&filter.filter()?).await?;
+                let deleted = store.delete_matching(&actor, &filter.filter()?).await?;
                 println!("deleted {deleted} verdicts");
             }
             (None, false) => bail!("give a verdict id, or --matching with filters"),
@@ -527,7 +538,7 @@ async fn run_async(args: HistoryArgs) -> Result<ExitStatus> {
                         .with_context(|| format!("{n:?} is not a number of days (or \"off\")"))?,
                 ),
             };
-            let dropped = store.set_retention_days(days).await?;
+            let dropped = store.set_retention_days(&actor, days).await?;
             match days {
                 Some(d) => {
                     println!("keeping {d} days of history; dropped {dropped} older verdicts")

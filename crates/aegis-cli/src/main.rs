@@ -13,6 +13,7 @@ mod model_cmd;
 mod options;
 mod serve;
 mod teach;
+mod team;
 mod train;
 mod train_data;
 mod train_reading;
@@ -39,6 +40,8 @@ enum Command {
     Import(Box<import::ImportArgs>),
     /// Browse, search, review, export and delete recorded verdicts.
     History(Box<history_cmd::HistoryArgs>),
+    /// A shared history's members and roles, and the audit log of who did what.
+    Team(Box<team::TeamArgs>),
     /// Serve the local HTTP API (/validate, /chat, /health, /v1/moderations).
     Serve(Box<serve::ServeArgs>),
     /// Measure validators against labelled messages: precision, recall, F1, ROC and PR AUC per
@@ -87,6 +90,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),
         Command::History(args) => history_cmd::run(*args),
+        Command::Team(args) => team::run(*args),
         Command::Examples(args) => teach::run_examples(*args),
         Command::Heads(args) => teach::run_heads(*args),
         Command::Bench(args) => bench::run(*args),

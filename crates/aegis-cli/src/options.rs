@@ -212,8 +212,9 @@ pub(crate) fn finish_interrupted_applies(db: &DbArgs, prompts: &Path) -> Result<
     if aegis_teach::interrupted_applies(prompts)?.is_empty() {
         return Ok(());
     }
+    let actor = db.actor();
     let finished = with_store(db, |store| async move {
-        Ok(aegis_teach::finish_interrupted_applies(&store, prompts).await?)
+        Ok(aegis_teach::finish_interrupted_applies(&store, &actor, prompts).await?)
     })?;
     report_finished(&finished);
     Ok(())

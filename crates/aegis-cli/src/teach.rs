@@ -278,6 +278,7 @@ async fn import_file(store: &Store, file: &Path, only: Option<&str>) -> Result<(
 }
 
 pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
+    let actor = args.db.actor();
     with_store(&args.db, |store| async move {
         let prompts = match &args.command {
             HeadsCommand::Versions { prompts, .. }
@@ -293,7 +294,7 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
         };
         if let Some(prompts) = &prompts {
             crate::options::report_finished(
-                &aegis_teach::finish_interrupted_applies(&store, prompts).await?,
+                &aegis_teach::finish_interrupted_applies(&store, &actor, prompts).await?,
             );
         }
         match args.command {
@@ -316,7 +317,8 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
                     );
                 }
                 let applied =
-                    aegis_teach::apply_head(&store, &prompts, validator, &head, &note).await?;
+                    aegis_teach::apply_head(&store, &actor, &prompts, validator, &head, &note)
+                        .await?;
                 print_applied(&applied, &format!("{} applied", applied.path.display()));
             }
             HeadsCommand::Revert { id, .. } => {
@@ -325,7 +327,8 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
                     bail!("no head version {id}: `aegis heads versions VALIDATOR` lists them");
                 }
                 let validators = aegis_guard::load_validators(&prompts)?.validators;
-                let applied = aegis_teach::revert_head(&store, &prompts, &validators, id).await?;
+                let applied =
+                    aegis_teach::revert_head(&store, &actor, &prompts, &validators, id).await?;
                 print_applied(
                     &applied,
                     &format!("{} is version {id} again", applied.path.display()),
@@ -333,7 +336,7 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
             }
             HeadsCommand::Fingerprint { .. } => {
                 let prompts = prompts.context("no templates folder")?;
-                record_fingerprints(&store, &prompts).await?;
+                record_fingerprints(&store, &actor, &prompts).await?;
             }
         }
         Ok(ExitStatus::Passed)
@@ -342,7 +345,7 @@ pub fn run_heads(args: HeadsArgs) -> Result<ExitStatus> {
 
 /// `aegis heads fingerprint`: the local encoder's fingerprint into each head trained on exactly
 /// its weights that has none.
-async fn record_fingerprints(store: &Store, prompts: &std::path::Path) -> Result<()> {
+async fn record_fingerprints(store: &Store, actor: &str, prompts: &std::path::Path) -> Result<()> {
     let setup = aegis_runtime::GuardSetup {
         model: aegis_runtime::ModelSource::Local(aegis_engine::ModelRequest::new("default")),
         heads_read: aegis_runtime::HeadsRead::parse(aegis_runtime::DEFAULT_HEADS_READ)?,
@@ -371,6 +374,7 @@ async fn record_fingerprints(store: &Store, prompts: &std::path::Path) -> Result
             head.model.fingerprint = Some(fingerprint.clone());
             let applied = aegis_teach::apply_head(
                 store,
+                actor,
                 prompts,
                 Some(validator),
                 &head,
@@ -490,8 +494,9 @@ pub fn apply_head(
     head: &Head,
     note: &str,
 ) -> Result<aegis_teach::Applied> {
+    let actor = db.actor();
     with_store(db, |store| async move {
-        Ok(aegis_teach::apply_head(&store, prompts, validator, head, note).await?)
+        Ok(aegis_teach::apply_head(&store, &actor, prompts, validator, head, note).await?)
     })
 }
 

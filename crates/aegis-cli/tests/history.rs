@@ -109,6 +109,62 @@ fn check_records_by_default_and_history_finds_it() {
     );
     let agreement = history_json(&db, &["agreement", "--json"]);
     assert_eq!(agreement["messages"], 0);
+
+    // A team: its first admin names themselves, then the roles decide who may change what.
+    let team = |args: &[&str]| {
+        let mut all = vec!["team", "--db", db_arg];
+        all.extend_from_slice(args);
+        aegis(&all)
+    };
+    let refused = team(&["add", "--as", "budi", "rina", "--role", "admin"]);
+    assert!(stderr(&refused).contains("starts with an admin naming themselves"));
+    assert!(team(&["add", "--as", "rina", "rina", "--role", "admin"])
+        .status
+        .success());
+    assert!(team(&["add", "--as", "rina", "budi", "--role", "reviewer"])
+        .status
+        .success());
+    let members = team(&["list", "--json"]);
+    let members: serde_json::Value = serde_json::from_str(&stdout(&members)).expect("JSON");
+    assert_eq!(members[1]["name"], "budi");
+    assert_eq!(members[1]["role"], "reviewer");
+    let reviewer_changes_queue = aegis(&[
+        "history",
+        "--db",
+        db_arg,
+        "queue",
+        "--overlap",
+        "50",
+        "--as",
+        "budi",
+    ]);
+    assert_eq!(reviewer_changes_queue.status.code(), Some(2));
+    assert!(
+        stderr(&reviewer_changes_queue)
+            .contains("budi is a reviewer and may not change the review queue"),
+        "{}",
+        stderr(&reviewer_changes_queue)
+    );
+    let log = team(&["log", "--json"]);
+    let log: serde_json::Value = serde_json::from_str(&stdout(&log)).expect("JSON");
+    let actions: Vec<(&str, &str)> = log
+        .as_array()
+        .expect("entries")
+        .iter()
+        .rev()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap_or(""),
+                e["action"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(actions[0], ("rina", "review"));
+    assert_eq!(actions[1].1, "queue changed");
+    assert_eq!(
+        &actions[2..],
+        [("rina", "member set"), ("rina", "member set")]
+    );
 }
 
 #[test]

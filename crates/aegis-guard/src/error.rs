@@ -33,6 +33,8 @@ pub enum ErrorKind {
     Cancelled,
     /// Another reviewer holds or has decided this; take another.
     Taken,
+    /// The team's roles do not let this member do it; an admin can change their role.
+    Forbidden,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -25,6 +25,14 @@ pub enum StoreError {
     /// Another reviewer holds or has decided the verdict, and it wants no more reviewers.
     #[error("verdict {verdict_id} is {detail}; take another one from the queue")]
     Taken { verdict_id: i64, detail: String },
+    /// The actor's role does not allow the change (a team with members checks every change).
+    #[error("{actor} is {held} and may not {doing}: that needs the {needed} role, which a team admin gives with `aegis team add`")]
+    Forbidden {
+        actor: String,
+        held: String,
+        doing: String,
+        needed: &'static str,
+    },
     #[error("export failed: {0}")]
     Export(String),
 }

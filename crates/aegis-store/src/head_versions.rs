@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
+use crate::team::MemberRole;
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub struct NewHeadVersion {
     /// Its training figures, as JSON.
     pub metrics: String,
     pub note: String,
+    /// The member who applied it (checked against the team's roles: authors apply heads).
+    pub applied_by: String,
 }
 
 /// A version without its bytes, for lists.
@@ -67,7 +70,8 @@ fn into_version(row: VersionRow) -> HeadVersion {
 
 impl Store {
     /// Records a head as applied. The same bytes as the validator's latest version record
-    /// nothing new: its id is returned.
+    /// nothing new: its id is returned. Call it before the file is written: in a team only
+    /// authors apply heads, and a refusal must leave the file as it was.
     pub async fn save_head_version(&self, version: &NewHeadVersion) -> Result<i64> {
         if version.validator.trim().is_empty() || version.content.is_empty() {
             return Err(StoreError::Invalid(
@@ -75,7 +79,14 @@ impl Store {
             ));
         }
         let hash = content_hash(&version.content);
-        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let mut tx = self.begin_deciding().await?;
+        self.authorize(
+            &mut tx,
+            &version.applied_by,
+            MemberRole::Author,
+            "apply heads",
+        )
+        .await?;
         let latest: Option<(i64, String)> = sqlx::query_as(
             "SELECT id, content_hash FROM head_versions WHERE validator_key = $1
              ORDER BY id DESC LIMIT 1",
@@ -89,7 +100,7 @@ impl Store {
                 return Ok(id);
             }
         }
-        let id = sqlx::query_scalar(
+        let id: i64 = sqlx::query_scalar(
             "INSERT INTO head_versions (validator_key, content_hash, content, data_sha256, metrics,
                  note, applied_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
@@ -104,6 +115,14 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| self.sql(e))?;
+        self.audit(
+            &mut tx,
+            &version.applied_by,
+            "head applied",
+            &format!("validator {}", version.validator),
+            serde_json::json!({ "head_version": id, "content_hash": hash, "note": version.note }),
+        )
+        .await?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(id)
     }

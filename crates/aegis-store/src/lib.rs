@@ -21,6 +21,7 @@ mod record;
 mod reviewed;
 mod reviews;
 mod sql;
+mod team;
 mod time;
 
 pub use agreement::{Kappa, PairAgreement, ReviewerAgreement, ValidatorAgreement};
@@ -40,4 +41,5 @@ pub use queue::{QueuePolicy, ReviewQueue, TemplateSave};
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
 pub use reviewed::ReviewedExample;
 pub use reviews::{Decision, NewReview, Review};
+pub use team::{AuditEntry, Member, MemberRole};
 pub use time::{format_millis, now_millis, parse_day};

@@ -12,6 +12,7 @@ use crate::filter::HistoryFilter;
 use crate::open::Store;
 use crate::reviews::Review;
 use crate::sql::{utc_day, Sql};
+use crate::team::MemberRole;
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -365,49 +366,115 @@ impl Store {
             .collect())
     }
 
-    /// Deletes one verdict with its message, results and reviews. False when it was not there.
-    pub async fn delete(&self, verdict_id: i64) -> Result<bool> {
+    /// Deletes one verdict with its message, results and reviews (in a team, admins only).
+    /// False when it was not there.
+    pub async fn delete(&self, actor: &str, verdict_id: i64) -> Result<bool> {
+        let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, actor, MemberRole::Admin, "delete history")
+            .await?;
         let done = sqlx::query("DELETE FROM verdicts WHERE id = $1")
             .bind(verdict_id)
-            .execute(&self.writer)
+            .execute(&mut *tx)
             .await
             .map_err(|e| self.sql(e))?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.audit(
+            &mut tx,
+            actor,
+            "history deleted",
+            &format!("verdict {verdict_id}"),
+            serde_json::json!({ "verdicts": 1 }),
+        )
+        .await?;
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(true)
     }
 
-    /// Deletes every verdict the filter matches; returns how many.
-    pub async fn delete_matching(&self, filter: &HistoryFilter) -> Result<u64> {
+    /// Deletes every verdict the filter matches (in a team, admins only); returns how many.
+    pub async fn delete_matching(&self, actor: &str, filter: &HistoryFilter) -> Result<u64> {
+        let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, actor, MemberRole::Admin, "delete history")
+            .await?;
+        let deleted = self
+            .remove_matching(&mut tx, actor, "history deleted", filter)
+            .await?;
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(deleted)
+    }
+
+    /// Deletes what `filter` matches inside `tx`, and says so in the audit log when anything
+    /// went.
+    async fn remove_matching(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        actor: &str,
+        action: &str,
+        filter: &HistoryFilter,
+    ) -> Result<u64> {
         let mut q = Sql::new(
             "DELETE FROM verdicts WHERE id IN (SELECT v.id FROM verdicts v JOIN messages m ON m.id = v.message_id WHERE TRUE",
         );
         filter.push_conditions(&mut q, self.engine());
         q.push(")");
         let (text, args) = q.into_parts().map_err(|e| self.sql(e))?;
-        let done = sqlx::query_with(&text, args)
-            .execute(&self.writer)
+        let deleted = sqlx::query_with(&text, args)
+            .execute(&mut **tx)
             .await
-            .map_err(|e| self.sql(e))?;
-        Ok(done.rows_affected())
+            .map_err(|e| self.sql(e))?
+            .rows_affected();
+        if deleted > 0 {
+            self.audit(
+                tx,
+                actor,
+                action,
+                "matching verdicts",
+                serde_json::json!({ "verdicts": deleted, "filter": format!("{filter:?}") }),
+            )
+            .await?;
+        }
+        Ok(deleted)
     }
 
-    /// Keep verdicts for this many days (None: forever). Applied now and whenever the store opens.
-    pub async fn set_retention_days(&self, days: Option<u32>) -> Result<u64> {
+    /// Keep verdicts for this many days (None: forever; in a team, admins only). Applied now
+    /// and whenever the store opens.
+    pub async fn set_retention_days(&self, actor: &str, days: Option<u32>) -> Result<u64> {
+        let mut tx = self.begin_deciding().await?;
+        self.authorize(
+            &mut tx,
+            actor,
+            MemberRole::Admin,
+            "change how long history is kept",
+        )
+        .await?;
         match days {
             Some(days) => {
                 sqlx::query("INSERT INTO settings (key, value) VALUES ('retention_days', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
                     .bind(days.to_string())
-                    .execute(&self.writer)
+                    .execute(&mut *tx)
                     .await
                     .map_err(|e| self.sql(e))?;
-                self.apply_retention(days).await
             }
             None => {
                 sqlx::query("DELETE FROM settings WHERE key = 'retention_days'")
-                    .execute(&self.writer)
+                    .execute(&mut *tx)
                     .await
                     .map_err(|e| self.sql(e))?;
-                Ok(0)
             }
+        }
+        self.audit(
+            &mut tx,
+            actor,
+            "retention changed",
+            "history",
+            serde_json::json!({ "days": days }),
+        )
+        .await?;
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        match days {
+            Some(days) => self.apply_retention(days).await,
+            None => Ok(0),
         }
     }
 
@@ -421,13 +488,23 @@ impl Store {
     }
 
     /// Drops verdicts older than `days` days; returns how many.
+    /// The team's own policy, so no one's role is checked; the log names the policy as the actor.
     pub async fn apply_retention(&self, days: u32) -> Result<u64> {
         let cutoff = now_millis() - i64::from(days) * 86_400_000;
-        self.delete_matching(&HistoryFilter {
-            until: Some(cutoff),
-            ..HistoryFilter::default()
-        })
-        .await
+        let mut tx = self.begin_deciding().await?;
+        let deleted = self
+            .remove_matching(
+                &mut tx,
+                "retention policy",
+                "history expired",
+                &HistoryFilter {
+                    until: Some(cutoff),
+                    ..HistoryFilter::default()
+                },
+            )
+            .await?;
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(deleted)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::open::Store;
 use crate::query::HistoryRow;
 use crate::reviews::reviewer_name;
 use crate::sql::{lock_rows, Sql};
+use crate::team::MemberRole;
 use crate::time::{format_millis, now_millis};
 
 /// The queue's rules, kept in the history database so that every console of a team follows the
@@ -197,9 +198,11 @@ impl Store {
         Ok(policy)
     }
 
-    pub async fn set_queue_policy(&self, policy: &QueuePolicy) -> Result<()> {
+    pub async fn set_queue_policy(&self, actor: &str, policy: &QueuePolicy) -> Result<()> {
         policy.validate()?;
-        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, actor, MemberRole::Admin, "change the review queue")
+            .await?;
         for (key, value) in [
             ("review_overlap_percent", policy.overlap_percent),
             ("review_claim_seconds", policy.claim_seconds),
@@ -213,6 +216,17 @@ impl Store {
             .await
             .map_err(|e| self.sql(e))?;
         }
+        self.audit(
+            &mut tx,
+            actor,
+            "queue changed",
+            "review queue",
+            serde_json::json!({
+                "overlap_percent": policy.overlap_percent,
+                "claim_seconds": policy.claim_seconds,
+            }),
+        )
+        .await?;
         tx.commit().await.map_err(|e| self.sql(e))
     }
 
@@ -231,6 +245,8 @@ impl Store {
         let now = now_millis();
         let claimed_until = now + policy.claim_millis();
         let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, reviewer, MemberRole::Reviewer, "claim verdicts")
+            .await?;
         sqlx::query("DELETE FROM review_claims WHERE expires_at <= $1")
             .bind(now)
             .execute(&mut *tx)
@@ -404,10 +420,13 @@ impl Store {
     }
 
     /// Takes a review back (a reviewer's undo): the verdict returns to the queue claimed by the
-    /// same reviewer, so it stays in their batch. False when there was no review with this id.
-    pub async fn delete_review(&self, review_id: i64) -> Result<bool> {
+    /// same reviewer, so it stays in their batch. In a team, reviewers undo their own decisions
+    /// and admins anyone's. False when there was no review with this id.
+    pub async fn delete_review(&self, actor: &str, review_id: i64) -> Result<bool> {
         let policy = self.queue_policy().await?;
         let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, actor, MemberRole::Reviewer, "undo decisions")
+            .await?;
         // The verdict is locked first, as a claim locks it: a console claiming it at this moment
         // either sees the review or, once this commits, the claim given back in its place.
         sqlx::query(&format!(
@@ -427,6 +446,23 @@ impl Store {
         let Some((verdict_id, reviewer)) = taken else {
             return Ok(false);
         };
+        if reviewer != actor.trim() {
+            self.authorize(
+                &mut tx,
+                actor,
+                MemberRole::Admin,
+                "undo another reviewer's decision",
+            )
+            .await?;
+        }
+        self.audit(
+            &mut tx,
+            actor,
+            "review undone",
+            &format!("verdict {verdict_id}"),
+            serde_json::json!({ "review": review_id, "reviewer": reviewer }),
+        )
+        .await?;
         self.settle(&mut tx, verdict_id, policy.reviewers_wanted(verdict_id))
             .await?;
         let now = now_millis();
@@ -442,15 +478,19 @@ impl Store {
         Ok(true)
     }
 
-    /// Records that a template was saved with this text.
+    /// Records that `actor` saved a template with this text. Call it before writing the file:
+    /// a refusal (in a team, only authors save templates) must leave the file as it was.
     pub async fn save_template_version(
         &self,
+        actor: &str,
         key: &str,
         content_hash: &str,
         content: &str,
     ) -> Result<TemplateSave> {
         let now = now_millis();
-        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, actor, MemberRole::Author, "save templates")
+            .await?;
         let version: i64 = sqlx::query_scalar(
             "INSERT INTO template_versions (validator_key, content_hash, content, created_at) VALUES ($1, $2, $3, $4)
              ON CONFLICT (validator_key, content_hash) DO UPDATE SET content = excluded.content
@@ -471,6 +511,14 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| self.sql(e))?;
+        self.audit(
+            &mut tx,
+            actor,
+            "template saved",
+            &format!("template {key}"),
+            serde_json::json!({ "content_hash": content_hash }),
+        )
+        .await?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(TemplateSave {
             id,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
+use crate::team::MemberRole;
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +81,8 @@ impl Store {
         let validators = serde_json::to_string(&review.validators)
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
         let mut tx = self.begin_deciding().await?;
+        self.authorize(&mut tx, reviewer, MemberRole::Reviewer, "decide verdicts")
+            .await?;
         let wanted = self
             .take_for_review(&mut tx, review.verdict_id, reviewer)
             .await?;
@@ -95,7 +98,7 @@ impl Store {
                 review.verdict_id
             )));
         }
-        let id = sqlx::query_scalar(
+        let id: i64 = sqlx::query_scalar(
             "INSERT INTO reviews (verdict_id, reviewer, decision, validator_decisions, note, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(review.verdict_id)
@@ -108,6 +111,18 @@ impl Store {
         .await
         .map_err(|e| self.sql(e))?;
         self.settle(&mut tx, review.verdict_id, wanted).await?;
+        self.audit(
+            &mut tx,
+            reviewer,
+            "review",
+            &format!("verdict {}", review.verdict_id),
+            serde_json::json!({
+                "review": id,
+                "decision": review.decision,
+                "validators": review.validators,
+            }),
+        )
+        .await?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(id)
     }

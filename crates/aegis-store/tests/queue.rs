@@ -44,8 +44,8 @@ async fn the_queue_holds_failed_and_near_threshold_verdicts_most_uncertain_first
     assert_eq!(after.remaining, 1);
     assert_eq!(after.items[0].verdict_id, failed);
 
-    assert!(s.delete_review(review).await.expect("undo"));
-    assert!(!s.delete_review(review).await.expect("undo twice"));
+    assert!(s.delete_review("ana", review).await.expect("undo"));
+    assert!(!s.delete_review("ana", review).await.expect("undo twice"));
     assert_eq!(
         s.claim_reviews("rina", 0.15, 10)
             .await
@@ -59,16 +59,16 @@ async fn the_queue_holds_failed_and_near_threshold_verdicts_most_uncertain_first
 async fn template_saves_keep_every_version_newest_first_even_a_revert() {
     let t = temp_store().await;
     let s = &t.store;
-    s.save_template_version("spam", "h1", "one")
+    s.save_template_version("ana", "spam", "h1", "one")
         .await
         .expect("save");
-    s.save_template_version("spam", "h2", "two")
+    s.save_template_version("ana", "spam", "h2", "two")
         .await
         .expect("save");
-    s.save_template_version("spam", "h1", "one")
+    s.save_template_version("ana", "spam", "h1", "one")
         .await
         .expect("revert");
-    s.save_template_version("toxic", "h9", "other")
+    s.save_template_version("ana", "toxic", "h9", "other")
         .await
         .expect("save");
     let saves = s.template_saves("spam", 10).await.expect("saves");

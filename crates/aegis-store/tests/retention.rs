@@ -12,8 +12,8 @@ async fn deleting_and_retention() {
     let old = record(s, "pesan lama", Source::Cli, None, &[]).await;
     let keep = record(s, "pesan baru", Source::Cli, None, &["spam"]).await;
     let gone = record(s, "hapus saya", Source::Cli, None, &[]).await;
-    assert!(s.delete(gone).await.expect("delete"));
-    assert!(!s.delete(gone).await.expect("delete twice"));
+    assert!(s.delete("ana", gone).await.expect("delete"));
+    assert!(!s.delete("ana", gone).await.expect("delete twice"));
     let filter = HistoryFilter {
         text: Some("hapus".into()),
         ..Default::default()
@@ -36,7 +36,12 @@ async fn deleting_and_retention() {
             .await
             .expect("age");
     }
-    assert_eq!(s.set_retention_days(Some(30)).await.expect("retention"), 1);
+    assert_eq!(
+        s.set_retention_days("ana", Some(30))
+            .await
+            .expect("retention"),
+        1
+    );
     assert_eq!(s.retention_days().await.expect("read"), Some(30));
     let left: Vec<i64> = s
         .list(&HistoryFilter::default(), None, 10)
@@ -48,15 +53,18 @@ async fn deleting_and_retention() {
         .collect();
     assert_eq!(left, vec![keep]);
     assert_eq!(
-        s.delete_matching(&HistoryFilter {
-            status: Some(Status::Failed),
-            ..Default::default()
-        })
+        s.delete_matching(
+            "ana",
+            &HistoryFilter {
+                status: Some(Status::Failed),
+                ..Default::default()
+            }
+        )
         .await
         .expect("delete"),
         1
     );
     assert_eq!(s.count(&HistoryFilter::default()).await.expect("count"), 0);
-    s.set_retention_days(None).await.expect("off");
+    s.set_retention_days("ana", None).await.expect("off");
     assert_eq!(s.retention_days().await.expect("read"), None);
 }

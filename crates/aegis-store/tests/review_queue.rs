@@ -114,10 +114,13 @@ async fn consoles_claiming_at_once_get_disjoint_batches() {
 async fn the_overlap_share_goes_to_two_reviewers_and_their_agreement_is_measured() {
     let t = temp_store().await;
     let s = &t.store;
-    s.set_queue_policy(&QueuePolicy {
-        overlap_percent: 100,
-        claim_seconds: 600,
-    })
+    s.set_queue_policy(
+        "admin",
+        &QueuePolicy {
+            overlap_percent: 100,
+            claim_seconds: 600,
+        },
+    )
     .await
     .expect("policy");
     assert_eq!(s.queue_policy().await.expect("policy").overlap_percent, 100);
@@ -180,10 +183,13 @@ async fn the_overlap_share_goes_to_two_reviewers_and_their_agreement_is_measured
 async fn a_claim_that_expires_goes_back_to_the_team() {
     let t = temp_store().await;
     let s = &t.store;
-    s.set_queue_policy(&QueuePolicy {
-        overlap_percent: 0,
-        claim_seconds: 1,
-    })
+    s.set_queue_policy(
+        "admin",
+        &QueuePolicy {
+            overlap_percent: 0,
+            claim_seconds: 1,
+        },
+    )
     .await
     .expect("policy");
     let id = record(s, "promo", Source::Typed, None, &["spam"]).await;
@@ -207,7 +213,7 @@ async fn a_claim_that_expires_goes_back_to_the_team() {
 
     // An undo gives the verdict back to the reviewer who took the review back.
     let review = s.add_review(&agree(id, "budi")).await.expect("budi");
-    assert!(s.delete_review(review).await.expect("undo"));
+    assert!(s.delete_review("budi", review).await.expect("undo"));
     assert_eq!(
         ids(&s.claim_reviews("budi", 0.15, 5).await.expect("claim")),
         vec![id]
@@ -219,10 +225,13 @@ async fn bad_queue_settings_and_names_are_refused() {
     let t = temp_store().await;
     let s = &t.store;
     let bad = s
-        .set_queue_policy(&QueuePolicy {
-            overlap_percent: 150,
-            claim_seconds: 60,
-        })
+        .set_queue_policy(
+            "admin",
+            &QueuePolicy {
+                overlap_percent: 150,
+                claim_seconds: 60,
+            },
+        )
         .await
         .unwrap_err();
     assert!(bad.to_string().contains("0 to 100"), "{bad}");
@@ -249,7 +258,10 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
         overlap_percent: 10,
         claim_seconds: 5,
     };
-    t.store.set_queue_policy(&policy).await.expect("policy");
+    t.store
+        .set_queue_policy("admin", &policy)
+        .await
+        .expect("policy");
     let importing_done = Arc::new(AtomicBool::new(false));
     let started = std::time::Instant::now();
 

@@ -96,7 +96,7 @@ async fn an_example_keeps_its_verdict_until_the_verdict_is_deleted() {
         s.examples(Some("spam")).await.expect("list")[0].verdict_id,
         Some(verdict)
     );
-    assert!(s.delete(verdict).await.expect("delete verdict"));
+    assert!(s.delete("ana", verdict).await.expect("delete verdict"));
     let kept = s.examples(Some("spam")).await.expect("list");
     assert_eq!(kept.len(), 1, "deleting history keeps what was taught");
     assert_eq!(kept[0].id, added.id());
@@ -113,6 +113,7 @@ async fn head_versions_come_back_byte_for_byte_newest_first() {
         data_sha256: "abc".into(),
         metrics: "{\"roc_auc\":0.9}".into(),
         note: note.into(),
+        applied_by: "ana".into(),
     };
     // Bytes that are not valid UTF-8 survive too.
     let first_bytes = b"{\"weights\":[0.1]}\n\xff".to_vec();

@@ -11,3 +11,4 @@ mod queue;
 mod retention;
 mod review_queue;
 mod teaching;
+mod team;

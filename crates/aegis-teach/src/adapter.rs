@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use aegis_engine::EncoderAdapter;
 use aegis_guard::{heads_dir, ENCODER_ADAPTER_FILE};
-use aegis_store::{NewHeadVersion, Store};
+use aegis_store::{MemberRole, NewHeadVersion, Store};
 
 use crate::applied::Applied;
 use crate::error::{Result, TeachError};
@@ -32,6 +32,8 @@ pub struct AdapterRecord {
     /// Its training figures, as JSON.
     pub metrics: String,
     pub note: String,
+    /// The member applying it (in a team, an author).
+    pub applied_by: String,
 }
 
 /// Writes `bytes` (an adapter file) where the guard loads it and records it as the newest
@@ -42,6 +44,13 @@ pub async fn apply_adapter(
     bytes: &[u8],
     record: &AdapterRecord,
 ) -> Result<Applied> {
+    store
+        .require_role(
+            &record.applied_by,
+            MemberRole::Author,
+            "apply encoder adapters",
+        )
+        .await?;
     let path = adapter_path(templates_dir);
     EncoderAdapter::from_bytes(bytes, &path)
         .map_err(|e| TeachError::Invalid(format!("not an encoder adapter: {e}")))?;
@@ -56,6 +65,7 @@ pub async fn apply_adapter(
             data_sha256: record.data_sha256.clone(),
             metrics: record.metrics.clone(),
             note: record.note.clone(),
+            applied_by: record.applied_by.clone(),
         })
         .await?;
     Ok(Applied {
@@ -69,7 +79,11 @@ pub async fn apply_adapter(
 
 /// Records the live adapter when no version has its bytes as the newest (an apply stopped
 /// between the file and the record); `None` when there is nothing to record.
-pub async fn record_live_adapter(store: &Store, templates_dir: &Path) -> Result<Option<Applied>> {
+pub async fn record_live_adapter(
+    store: &Store,
+    actor: &str,
+    templates_dir: &Path,
+) -> Result<Option<Applied>> {
     let path = adapter_path(templates_dir);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -85,6 +99,7 @@ pub async fn record_live_adapter(store: &Store, templates_dir: &Path) -> Result<
         data_sha256: String::new(),
         metrics: "{}".into(),
         note: "found live without a version (an interrupted apply, or copied in by hand)".into(),
+        applied_by: actor.to_string(),
     };
     apply_adapter(store, templates_dir, &bytes, &record)
         .await
@@ -121,6 +136,7 @@ mod tests {
             data_sha256: "data".into(),
             metrics: "{}".into(),
             note: note.into(),
+            applied_by: "ana".into(),
         }
     }
 
@@ -142,7 +158,7 @@ mod tests {
             .version;
         assert!(second_version > applied.version);
 
-        revert_head(&store, &templates, &[], applied.version)
+        revert_head(&store, "ana", &templates, &[], applied.version)
             .await
             .expect("reverted");
         assert_eq!(std::fs::read(&live).expect("live"), first, "bit for bit");
@@ -158,11 +174,11 @@ mod tests {
 
         // A file no version names (a kill between the write and the record) is recorded once.
         std::fs::write(&live, &by_hand).expect("write");
-        let finished = finish_interrupted_applies(&store, &templates)
+        let finished = finish_interrupted_applies(&store, "ana", &templates)
             .await
             .expect("finished");
         assert_eq!(finished.len(), 1);
-        assert!(finish_interrupted_applies(&store, &templates)
+        assert!(finish_interrupted_applies(&store, "ana", &templates)
             .await
             .expect("nothing more")
             .is_empty());

@@ -35,6 +35,7 @@ impl TeachError {
             Self::Read { .. } | Self::Data(_) => ErrorKind::File,
             Self::Invalid(_) | Self::UnknownValidator(_) => ErrorKind::Invalid,
             Self::Cancelled => ErrorKind::Cancelled,
+            Self::Store(aegis_store::StoreError::Forbidden { .. }) => ErrorKind::Forbidden,
             Self::Store(_) => ErrorKind::Store,
             Self::Guard(e) => e.kind(),
             Self::Head(_) => ErrorKind::Model,

@@ -13,22 +13,27 @@ use std::path::{Path, PathBuf};
 
 use aegis_guard::{head_path, Validator};
 use aegis_heads::Head;
-use aegis_store::{NewHeadVersion, Store};
+use aegis_store::{MemberRole, NewHeadVersion, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::adapter::{apply_adapter, record_live_adapter, AdapterRecord, ADAPTER_VERSION_KEY};
 use crate::applied::Applied;
 use crate::error::{Result, TeachError};
 
-/// Writes `head` where the guard reads it and records it as the validator's newest version. A
-/// head that comes without readings keeps the live head's ([`with_live_readings`]).
+/// Writes `head` where the guard reads it and records it as the validator's newest version,
+/// applied by `actor` (in a team, an author). A head that comes without readings keeps the live
+/// head's ([`with_live_readings`]).
 pub async fn apply_head(
     store: &Store,
+    actor: &str,
     templates_dir: &Path,
     validator: Option<&Validator>,
     head: &Head,
     note: &str,
 ) -> Result<Applied> {
+    store
+        .require_role(actor, MemberRole::Author, "apply heads")
+        .await?;
     let kept = with_live_readings(templates_dir, validator, head);
     let head = kept.as_ref().unwrap_or(head);
     let bytes = head.to_bytes()?;
@@ -42,6 +47,7 @@ pub async fn apply_head(
             data_sha256: head.training.data_sha256.clone(),
             metrics,
             note: note.to_string(),
+            applied_by: actor.to_string(),
         },
     )?;
     let mut applied = journal.carry_out(store, templates_dir).await?;
@@ -88,13 +94,18 @@ fn with_live_readings(
     Some(head)
 }
 
-/// Puts stored version `id` back bit for bit and records that as the newest version.
+/// Puts stored version `id` back bit for bit and records that as the newest version, applied by
+/// `actor` (in a team, an author).
 pub async fn revert_head(
     store: &Store,
+    actor: &str,
     templates_dir: &Path,
     validators: &[Validator],
     id: i64,
 ) -> Result<Applied> {
+    store
+        .require_role(actor, MemberRole::Author, "revert heads")
+        .await?;
     let Some((version, bytes)) = store.head_version(id).await? else {
         return Err(TeachError::Invalid(format!("no head version {id}")));
     };
@@ -103,6 +114,7 @@ pub async fn revert_head(
             data_sha256: version.data_sha256,
             metrics: version.metrics,
             note: format!("revert to version {id}"),
+            applied_by: actor.to_string(),
         };
         return apply_adapter(store, templates_dir, &bytes, &record).await;
     }
@@ -116,6 +128,7 @@ pub async fn revert_head(
             data_sha256: version.data_sha256,
             metrics: version.metrics,
             note: format!("revert to version {id}"),
+            applied_by: actor.to_string(),
         },
     )?;
     journal.carry_out(store, templates_dir).await
@@ -123,9 +136,10 @@ pub async fn revert_head(
 
 /// Finishes every apply a kill or a crash interrupted after its journal was written, so the
 /// head, its template's threshold and the version list agree again, and records a live encoder
-/// adapter no version names. Cheap when there is none.
+/// adapter no version names, as `actor`. Cheap when there is none.
 pub async fn finish_interrupted_applies(
     store: &Store,
+    actor: &str,
     templates_dir: &Path,
 ) -> Result<Vec<Applied>> {
     let mut finished = Vec::new();
@@ -145,7 +159,14 @@ pub async fn finish_interrupted_applies(
         tracing::warn!(validator = %journal.validator, "finishing an apply that was interrupted");
         finished.push(journal.carry_out(store, templates_dir).await?);
     }
-    finished.extend(record_live_adapter(store, templates_dir).await?);
+    match record_live_adapter(store, actor, templates_dir).await {
+        Ok(recorded) => finished.extend(recorded),
+        // Recording is only bookkeeping: a reviewer's console must still start.
+        Err(TeachError::Store(refused @ StoreError::Forbidden { .. })) => {
+            tracing::warn!(%refused, "a live encoder adapter has no version; an author's console will record it");
+        }
+        Err(e) => return Err(e),
+    }
     Ok(finished)
 }
 
@@ -203,6 +224,9 @@ struct VersionRecord {
     data_sha256: String,
     metrics: String,
     note: String,
+    /// Who applied it; journals written before teams had roles name no one.
+    #[serde(default)]
+    applied_by: String,
 }
 
 impl Journal {
@@ -286,6 +310,7 @@ impl Journal {
                 data_sha256: self.version.data_sha256.clone(),
                 metrics: self.version.metrics.clone(),
                 note: self.version.note.clone(),
+                applied_by: self.version.applied_by.clone(),
             })
             .await?;
         fault_point("version-recorded");
@@ -349,14 +374,14 @@ mod tests {
         assert!(interrupted_applies(&dir.path().join("missing"))
             .expect("a missing folder has none")
             .is_empty());
-        assert!(finish_interrupted_applies(&store, dir.path())
+        assert!(finish_interrupted_applies(&store, "ana", dir.path())
             .await
             .expect("nothing to finish")
             .is_empty());
 
         let journal = dir.path().join(".apply-toxic.json");
         std::fs::write(&journal, b"{ not a journal").expect("write");
-        let error = finish_interrupted_applies(&store, dir.path())
+        let error = finish_interrupted_applies(&store, "ana", dir.path())
             .await
             .expect_err("an unreadable journal stops, it is not guessed at");
         assert!(error.to_string().contains(".apply-toxic.json"), "{error}");
@@ -400,6 +425,7 @@ mod tests {
 
         let applied = apply_head(
             &store,
+            "ana",
             dir.path(),
             None,
             &head("[]", 0.25, false),
@@ -421,6 +447,7 @@ mod tests {
         // On other layers the reading would read another input: it is not carried.
         let applied = apply_head(
             &store,
+            "ana",
             dir.path(),
             None,
             &head("[12]", 0.25, false),

@@ -4,4 +4,4 @@
  * What kind of failure an error is: a stable word front ends branch on. Each crate's error
  * says its own kind (`GuardError::kind`, `WorkerError::kind`, ...); no front end maps variants.
  */
-export type ErrorKind = "invalid" | "template" | "loading" | "busy" | "unavailable" | "model" | "store" | "file" | "import" | "not_found" | "io" | "cancelled" | "taken";
+export type ErrorKind = "invalid" | "template" | "loading" | "busy" | "unavailable" | "model" | "store" | "file" | "import" | "not_found" | "io" | "cancelled" | "taken" | "forbidden";

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aegis_guard::{Guard, GuardError, ScoreSource, Verdict};
 use aegis_runtime::{LoadedGuard, WorkerError};
-use aegis_store::TemplateSave;
+use aegis_store::{MemberRole, TemplateSave};
 use serde::Serialize;
 
 use crate::error::ConsoleError;
@@ -86,16 +86,21 @@ impl Console {
     }
 
     /// Validates and writes a template, records the version, and reloads the guard so the very
-    /// next check uses it. A refused template is not written; the error names its line.
+    /// next check uses it. A refused template is not written; the error names its line. In a
+    /// team only authors save, and a reviewer's save leaves the file as it was.
     pub async fn save_template(
         &self,
         key: &str,
         content: &str,
     ) -> Result<TemplateSave, ConsoleError> {
+        let actor = self.actor();
+        self.store
+            .require_role(&actor, MemberRole::Author, "save templates")
+            .await?;
         let validator = templates::save(&self.prompts_dir()?, key, content)?;
         let saved = self
             .store
-            .save_template_version(key, &validator.content_hash, &validator.content)
+            .save_template_version(&actor, key, &validator.content_hash, &validator.content)
             .await?;
         self.reload_templates()?;
         Ok(saved)

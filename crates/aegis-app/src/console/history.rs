@@ -4,8 +4,8 @@ use std::path::Path;
 
 use aegis_guard::Status;
 use aegis_store::{
-    parse_day, Cursor, Decision, ExportFormat, HistoryFilter, HistoryPage, NewReview, QueuePolicy,
-    ReviewQueue, ReviewerAgreement, Source, VerdictDetail,
+    parse_day, AuditEntry, Cursor, Decision, ExportFormat, HistoryFilter, HistoryPage, Member,
+    MemberRole, NewReview, QueuePolicy, ReviewQueue, ReviewerAgreement, Source, VerdictDetail,
 };
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +59,31 @@ impl Console {
     }
 
     pub async fn set_queue_policy(&self, policy: QueuePolicy) -> Result<(), ConsoleError> {
-        Ok(self.store.set_queue_policy(&policy).await?)
+        Ok(self.store.set_queue_policy(&self.actor(), &policy).await?)
+    }
+
+    /// The team's members (none: a console of one, where anyone may do anything).
+    pub async fn members(&self) -> Result<Vec<Member>, ConsoleError> {
+        Ok(self.store.members().await?)
+    }
+
+    /// Names a member or changes their role, as this console's reviewer (an admin, or the first
+    /// admin naming themselves).
+    pub async fn set_member(&self, name: String, role: MemberRole) -> Result<Member, ConsoleError> {
+        Ok(self.store.set_member(&self.actor(), &name, role).await?)
+    }
+
+    pub async fn remove_member(&self, name: String) -> Result<bool, ConsoleError> {
+        Ok(self.store.remove_member(&self.actor(), &name).await?)
+    }
+
+    /// The audit log, newest first, before entry `before` when paging.
+    pub async fn audit_log(
+        &self,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<AuditEntry>, ConsoleError> {
+        Ok(self.store.audit_log(None, before, limit).await?)
     }
 
     pub async fn reviewer_agreement(&self) -> Result<ReviewerAgreement, ConsoleError> {
@@ -86,7 +110,7 @@ impl Console {
     }
 
     pub async fn undo_review(&self, review_id: i64) -> Result<bool, ConsoleError> {
-        Ok(self.store.delete_review(review_id).await?)
+        Ok(self.store.delete_review(&self.actor(), review_id).await?)
     }
 
     pub async fn history(

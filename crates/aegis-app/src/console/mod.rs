@@ -175,6 +175,12 @@ impl Console {
         Ok(console)
     }
 
+    /// The name this console acts as, for the team's roles and the audit log: the reviewer
+    /// named in Settings.
+    pub(crate) fn actor(&self) -> String {
+        lock(&self.settings).reviewer.clone()
+    }
+
     pub fn settings(&self) -> Settings {
         lock(&self.settings).clone()
     }
@@ -210,7 +216,7 @@ impl Console {
         let Ok(dir) = self.prompts_dir() else {
             return;
         };
-        match aegis_teach::finish_interrupted_applies(&self.store, &dir).await {
+        match aegis_teach::finish_interrupted_applies(&self.store, &self.actor(), &dir).await {
             Ok(finished) => {
                 for applied in finished {
                     tracing::warn!(
