@@ -550,3 +550,19 @@ test("the HTTP endpoint turns on and answers /health", async () => {
     accept: async () => (await d.execute("return document.querySelectorAll('[data-testid=example-pending]').length")) === 0,
   });
 });
+
+test("a team starts with its first admin, names a reviewer, and the audit log says who changed what", async () => {
+  await go("settings");
+  await d.waitFor('[data-testid="team-none"]');
+  await d.click(await d.find('[data-testid="team-start"]'));
+  await d.click(await d.find('[data-testid="team-add"]'));
+  await d.waitFor('[data-testid="team-members"] tr[data-role="admin"]');
+  await d.type(await d.find('[data-testid="team-name"]'), "budi");
+  await d.click(await d.find('[data-testid="team-role"] option[value="reviewer"]'));
+  await d.click(await d.find('[data-testid="team-add"]'));
+  await d.waitFor('[data-testid="team-members"] tr[data-member="budi"]', { accept: attr("data-role", "reviewer") });
+  // The earlier tests' template saves and decisions are in the log, under the console's name.
+  await d.waitFor('[data-testid="audit-log"] tr[data-action="template saved"]');
+  await d.waitFor('[data-testid="audit-log"] tr[data-action="member set"]');
+  await shot("12-team");
+});

@@ -10,7 +10,7 @@ use aegis_app::console::{
 };
 use aegis_app::error::{ConsoleError, ErrorKind};
 use aegis_guard::{ScoreSource, Status};
-use aegis_store::Decision;
+use aegis_store::{Decision, MemberRole};
 
 #[derive(Default)]
 pub struct Recorder(pub Mutex<Vec<ConsoleEvent>>);
@@ -291,6 +291,43 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
     let keys: Vec<&str> = rest.results.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys.len(), 3);
     assert!(!keys.contains(&"toxic"));
+
+    // In a team the console acts as its Settings reviewer: a reviewer's save is refused and
+    // leaves the file as it was, and the audit log names who saved what.
+    let admin = f.console.settings().reviewer;
+    f.console
+        .set_member(admin.clone(), MemberRole::Admin)
+        .await
+        .expect("the first admin names themselves");
+    f.console
+        .set_member("budi".into(), MemberRole::Reviewer)
+        .await
+        .expect("budi");
+    let mut settings = f.console.settings();
+    settings.reviewer = "budi".into();
+    f.console.update_settings(settings).await.expect("settings");
+    let forbidden = kind(
+        f.console
+            .save_template("spam", &original)
+            .await
+            .expect_err("a reviewer may not save templates"),
+    );
+    assert_eq!(forbidden.kind, ErrorKind::Forbidden);
+    assert!(
+        forbidden
+            .message
+            .contains("budi is a reviewer and may not save templates"),
+        "{}",
+        forbidden.message
+    );
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
+    let log = f.console.audit_log(None, 10).await.expect("audit log");
+    let saves: Vec<(&str, &str)> = log
+        .iter()
+        .filter(|e| e.action == "template saved")
+        .map(|e| (e.actor.as_str(), e.subject.as_str()))
+        .collect();
+    assert_eq!(saves, [(admin.as_str(), "template spam")]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,8 +12,8 @@ use crate::database::Engine;
 use crate::error::{Result, StoreError};
 use crate::open::Store;
 use crate::query::HistoryRow;
-use crate::reviews::reviewer_name;
 use crate::sql::{lock_rows, Sql};
+use crate::team::reviewer_name;
 use crate::team::MemberRole;
 use crate::time::{format_millis, now_millis};
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
-use crate::team::MemberRole;
+use crate::team::{reviewer_name, MemberRole};
 use crate::time::now_millis;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,15 +60,6 @@ pub struct Review {
     pub note: String,
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub created_at: i64,
-}
-
-/// A reviewer's name as stored: trimmed, and never empty.
-pub(crate) fn reviewer_name(reviewer: &str) -> Result<&str> {
-    let name = reviewer.trim();
-    if name.is_empty() {
-        return Err(StoreError::Invalid("a review needs a reviewer name".into()));
-    }
-    Ok(name)
 }
 
 impl Store {

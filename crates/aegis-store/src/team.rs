@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
-use crate::reviews::reviewer_name;
 use crate::sql::lock_rows;
 use crate::time::now_millis;
 
@@ -320,6 +319,15 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// A reviewer's name as stored: trimmed, and never empty.
+pub(crate) fn reviewer_name(reviewer: &str) -> Result<&str> {
+    let name = reviewer.trim();
+    if name.is_empty() {
+        return Err(StoreError::Invalid("a review needs a reviewer name".into()));
+    }
+    Ok(name)
 }
 
 /// A member's name as stored: the same rule as a reviewer's.
