@@ -1,8 +1,10 @@
+use std::collections::BTreeMap;
+
 use aegis_guard::{
     Language, ModelRef, ReadingScore, ScoreSource, Status, TemplateVersion, ValidatorResult,
     Verdict, TURN_READING,
 };
-use aegis_store::{Database, NewVerdict, Source, Store, TemplateContent};
+use aegis_store::{Database, Decision, NewReview, NewVerdict, Source, Store, TemplateContent};
 
 pub const KEYS: [&str; 4] = ["spam", "toxic", "harassment", "financial_advice"];
 
@@ -171,4 +173,15 @@ pub async fn record(
         })
         .await
         .expect("record")
+}
+
+/// A reviewer agreeing with a verdict overall.
+pub fn agree(verdict_id: i64, reviewer: &str) -> NewReview {
+    NewReview {
+        verdict_id,
+        reviewer: reviewer.into(),
+        decision: Decision::Agree,
+        validators: BTreeMap::new(),
+        note: String::new(),
+    }
 }

@@ -6,21 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aegis_store::{
-    Decision, ImportRow, NewReview, NewVerdict, QueuePolicy, Source, Store, StoreError,
-};
+use aegis_store::{Decision, ImportRow, NewVerdict, QueuePolicy, Source, Store, StoreError};
 
-use crate::common::{record, temp_store, templates, verdict};
-
-fn agree(verdict_id: i64, reviewer: &str) -> NewReview {
-    NewReview {
-        verdict_id,
-        reviewer: reviewer.into(),
-        decision: Decision::Agree,
-        validators: BTreeMap::new(),
-        note: String::new(),
-    }
-}
+use crate::common::{agree, record, temp_store, templates, verdict};
 
 fn ids(queue: &aegis_store::ReviewQueue) -> Vec<i64> {
     queue.items.iter().map(|r| r.verdict_id).collect()

@@ -1,21 +1,8 @@
-use std::collections::BTreeMap;
-
 use aegis_store::{
-    Decision, HistoryFilter, MemberRole, NewHeadVersion, NewReview, QueuePolicy, Source, Store,
-    StoreError,
+    HistoryFilter, MemberRole, NewHeadVersion, QueuePolicy, Source, Store, StoreError,
 };
 
-use crate::common::{record, temp_store};
-
-fn agree(verdict_id: i64, reviewer: &str) -> NewReview {
-    NewReview {
-        verdict_id,
-        reviewer: reviewer.into(),
-        decision: Decision::Agree,
-        validators: BTreeMap::new(),
-        note: String::new(),
-    }
-}
+use crate::common::{agree, record, temp_store};
 
 fn head(applied_by: &str) -> NewHeadVersion {
     NewHeadVersion {
