@@ -2,13 +2,6 @@
 
 use crate::{aegis, aegis_command, repo_root, stderr, stdout};
 
-fn scores(text: &str) -> serde_json::Value {
-    let out = aegis(&["check", "--json", "--no-history", text]);
-    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
-    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
-    json["scores"].clone()
-}
-
 /// `aegis check` of `text` with the templates (and heads) in `prompts`.
 fn check_with_templates(prompts: &std::path::Path, text: &str) -> std::process::Output {
     aegis(&[
@@ -49,20 +42,20 @@ fn train(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
 )]
 fn shipped_heads_rank_the_obvious_cases() {
-    let toxic = scores("dasar goblok kamu anjing")["toxic"]
-        .as_f64()
-        .expect("score");
-    let benign = scores("Bagaimana cara top up saldo?")["toxic"]
-        .as_f64()
-        .expect("score");
+    // One run for the four messages: each `aegis check` process loads both models.
+    let results = check_file(
+        &[
+            "dasar goblok kamu anjing",
+            "Bagaimana cara top up saldo?",
+            "Beli saham BBCA sekarang, pasti cuan 50% minggu depan!",
+            "Selamat pagi, apa kabar?",
+        ],
+        &[],
+    );
+    let score = |row: usize, key: &str| results[row]["scores"][key].as_f64().expect("score");
+    let (toxic, benign) = (score(0, "toxic"), score(1, "toxic"));
     assert!(toxic > benign, "toxic {toxic} vs benign {benign}");
-    let advice = scores("Beli saham BBCA sekarang, pasti cuan 50% minggu depan!")
-        ["financial_advice"]
-        .as_f64()
-        .expect("score");
-    let greeting = scores("Selamat pagi, apa kabar?")["financial_advice"]
-        .as_f64()
-        .expect("score");
+    let (advice, greeting) = (score(2, "financial_advice"), score(3, "financial_advice"));
     assert!(advice > greeting, "advice {advice} vs greeting {greeting}");
     // The table says who decided; a head-decided validator's prompt did not run.
     let table = stdout(&aegis(&["check", "--no-history", "halo"]));
