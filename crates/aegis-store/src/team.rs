@@ -302,17 +302,16 @@ impl Store {
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         leaving: &str,
     ) -> Result<()> {
-        // The other admins' rows are locked, so two admins taking each other off at once cannot
-        // both succeed.
-        let others: Vec<String> = sqlx::query_scalar(&format!(
-            "SELECT name FROM members WHERE role = 'admin' AND name <> $1{}",
+        // Every admin's row is locked, the leaving one's too: two admins taking each other off
+        // at once would otherwise each lock only the other's row, and both succeed.
+        let admins: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT name FROM members WHERE role = 'admin'{}",
             lock_rows(self.engine())
         ))
-        .bind(leaving)
         .fetch_all(&mut **tx)
         .await
         .map_err(|e| self.sql(e))?;
-        if others.is_empty() {
+        if admins.iter().all(|admin| admin == leaving) {
             return Err(StoreError::Invalid(format!(
                 "{leaving} is the team's last admin: name another admin first"
             )));
