@@ -22,6 +22,7 @@ mod reviewed;
 mod reviews;
 mod sql;
 mod team;
+mod template_saves;
 mod time;
 
 pub use agreement::{Kappa, PairAgreement, ReviewerAgreement, ValidatorAgreement};
@@ -37,9 +38,10 @@ pub use open::{Store, StoreOptions};
 pub use query::{
     Cursor, DailyCount, HistoryPage, HistoryRow, StoredResult, TemplateRecord, VerdictDetail,
 };
-pub use queue::{QueuePolicy, ReviewQueue, TemplateSave};
+pub use queue::{QueuePolicy, ReviewQueue};
 pub use record::{ImportRow, NewVerdict, Source, TemplateContent};
 pub use reviewed::ReviewedExample;
 pub use reviews::{Decision, NewReview, Review};
 pub use team::{AuditEntry, Member, MemberRole};
+pub use template_saves::TemplateSave;
 pub use time::{format_millis, now_millis, parse_day};
