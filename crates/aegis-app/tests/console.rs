@@ -1,4 +1,5 @@
-//! The console's commands without a window: the real model, a real history file, a scratch copy
+//! The console's commands without a window: the real model, a real history (a SQLite file, or a
+//! PostgreSQL database when the test script names a server), a scratch copy
 //! of the shipped templates, and the HTTP endpoint on a real loopback port.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ impl EventSink for Recorder {
 
 pub struct Fixture {
     pub _dir: tempfile::TempDir,
+    /// The history the console opens, named in its settings as a reviewer would name it.
+    pub _history: aegis_scratch_db::ScratchDatabase,
     pub prompts: PathBuf,
     pub events: Arc<Recorder>,
     pub console: Arc<Console>,
@@ -48,9 +51,17 @@ pub async fn start() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = dir.path().join("prompts");
     copy_dir(&repo().join("prompt_guard"), &prompts);
+    let history = aegis_scratch_db::ScratchDatabase::new().await;
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let settings = aegis_app::settings::Settings {
+        database: history.arg(),
+        ..Default::default()
+    };
+    settings.save(&data.join("settings.json")).expect("save");
     let events = Arc::new(Recorder::default());
     let console = Console::start(ConsoleConfig {
-        data_dir: dir.path().join("data"),
+        data_dir: data,
         prompts_dir: Some(prompts.clone()),
         events: events.clone(),
         model: ModelChoice::Loaded(aegis_engine::testing::default_engine().clone()),
@@ -62,6 +73,7 @@ pub async fn start() -> Fixture {
     assert!(state.load_ms.is_some());
     Fixture {
         _dir: dir,
+        _history: history,
         prompts,
         events,
         console,

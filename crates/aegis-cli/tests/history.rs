@@ -1,4 +1,6 @@
-//! History through the real binary: check records, import resumes after SIGKILL.
+//! History through the real binary: check records, import resumes after SIGKILL. Each test's
+//! history is a SQLite file, or a PostgreSQL database when the test script names a server
+//! (`aegis_scratch_db`), so both engines pass them.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -17,7 +19,7 @@ fn tiny_prompts(dir: &std::path::Path) -> std::path::PathBuf {
     prompts
 }
 
-fn history_json(db: &std::path::Path, args: &[&str]) -> serde_json::Value {
+fn history_json(db: &str, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["history"];
     all.extend_from_slice(args);
     let out = aegis_command(&all)
@@ -34,9 +36,9 @@ fn history_json(db: &std::path::Path, args: &[&str]) -> serde_json::Value {
     ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
 )]
 fn check_records_by_default_and_history_finds_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("h.db");
-    let db_arg = db.to_str().expect("path");
+    let history = aegis_scratch_db::ScratchDatabase::new_blocking();
+    let db = history.arg();
+    let db_arg = db.as_str();
     let text = "Beli saham BBCA sekarang, pasti cuan!";
     let out = aegis(&["check", "--db", db_arg, "--user-id", "ana", text]);
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
@@ -175,7 +177,8 @@ fn check_records_by_default_and_history_finds_it() {
 fn a_killed_import_resumes_with_exactly_one_verdict_per_row() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prompts = tiny_prompts(dir.path());
-    let db = dir.path().join("h.db");
+    let history = aegis_scratch_db::ScratchDatabase::new_blocking();
+    let db = history.arg();
     let file = dir.path().join("messages.txt");
     let rows = 200;
     let lines: Vec<String> = (0..rows)
@@ -198,9 +201,12 @@ fn a_killed_import_resumes_with_exactly_one_verdict_per_row() {
 
     let mut child = import().spawn().expect("spawn");
     let started = Instant::now();
-    let recorded = |db: &std::path::Path| -> usize {
-        if !db.exists() {
-            return 0;
+    let recorded = |db: &str| -> usize {
+        // A SQLite file the import has not made yet: reading would make it alongside.
+        if let aegis_store::Database::Sqlite(path) = &history.database {
+            if !path.exists() {
+                return 0;
+            }
         }
         let out = aegis_command(&["history", "stats", "--json"])
             .env("AEGIS_DB", db)

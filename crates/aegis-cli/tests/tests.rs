@@ -32,6 +32,8 @@ fn aegis_command(args: &[&str]) -> Command {
         .env_remove("AEGIS_BACKEND")
         .env_remove("AEGIS_ENCODER_SERVER")
         .env_remove("AEGIS_ENCODER_WEIGHTS")
+        .env_remove("AEGIS_DATABASE_URL")
+        .env_remove("AEGIS_MEMBER")
         .env("AEGIS_DB", fresh_db());
     command
 }

@@ -17,7 +17,8 @@ pub fn engine() -> Arc<GemmaEngine> {
 pub struct TestServer {
     pub base: String,
     pub store: Arc<Store>,
-    pub _dir: tempfile::TempDir,
+    /// The history the server records in, on the engine the test script asks for.
+    pub _history: aegis_scratch_db::ScratchDatabase,
 }
 
 impl TestServer {
@@ -53,12 +54,8 @@ pub async fn start_on(
     config: ServerConfig,
     queue: usize,
 ) -> TestServer {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(
-        Store::open(&dir.path().join("history.db"))
-            .await
-            .expect("store"),
-    );
+    let history = aegis_scratch_db::ScratchDatabase::new().await;
+    let store = Arc::new(Store::connect(&history.database).await.expect("store"));
     let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompt_guard");
     let worker = Worker::start(queue, move || {
         Guard::from_dir(model, &prompts)
@@ -78,6 +75,6 @@ pub async fn start_on(
     TestServer {
         base: format!("http://{address}"),
         store,
-        _dir: dir,
+        _history: history,
     }
 }

@@ -88,15 +88,10 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
     }
 }
 
-/// The PostgreSQL server the tests run against instead of SQLite files, when set (the test
-/// script starts one with `scripts/postgres.sh` and runs this binary once per engine).
-pub const POSTGRES_ENV: &str = "AEGIS_TEST_POSTGRES_URL";
-
-/// A store of its own for one test: a SQLite file in a temporary folder, or a new database on
-/// the PostgreSQL server [`POSTGRES_ENV`] names.
+/// A store of its own for one test, on the engine the test script asks for
+/// (`aegis_scratch_db::POSTGRES_ENV`).
 pub struct TempStore {
-    /// Holds the SQLite file (or nothing, on PostgreSQL) until the test ends.
-    pub _dir: tempfile::TempDir,
+    pub scratch: aegis_scratch_db::ScratchDatabase,
     pub database: Database,
     pub store: Store,
 }
@@ -104,53 +99,19 @@ pub struct TempStore {
 impl TempStore {
     /// The URL another program (sqlx's Any driver) would connect to.
     pub fn url(&self) -> String {
-        match &self.database {
-            Database::Sqlite(path) => format!("sqlite://{}", path.display()),
-            Database::Postgres(url) => url.clone(),
-        }
+        self.scratch.url()
     }
 }
 
 pub async fn temp_store() -> TempStore {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let database = match std::env::var(POSTGRES_ENV) {
-        Ok(server) if !server.is_empty() => new_postgres_database(&server).await,
-        _ => Database::Sqlite(dir.path().join("history.db")),
-    };
+    let scratch = aegis_scratch_db::ScratchDatabase::new().await;
+    let database = scratch.database.clone();
     let store = Store::connect(&database).await.expect("open");
     TempStore {
-        _dir: dir,
+        scratch,
         database,
         store,
     }
-}
-
-/// A new, empty database on `server` (a URL ending in a database name), so tests running side by
-/// side never see each other's rows.
-async fn new_postgres_database(server: &str) -> Database {
-    use sqlx::Connection;
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    sqlx::any::install_default_drivers();
-    let name = format!(
-        "aegis_test_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    let mut admin = sqlx::AnyConnection::connect(server)
-        .await
-        .expect("the test PostgreSQL server");
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name}"))
-        .execute(&mut admin)
-        .await
-        .expect("drop a leftover database");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .expect("create a test database");
-    let (base, _) = server
-        .rsplit_once('/')
-        .expect("a server URL ends in a database name");
-    Database::Postgres(format!("{base}/{name}"))
 }
 
 pub async fn record(

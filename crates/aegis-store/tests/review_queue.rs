@@ -2,11 +2,15 @@
 //! consoles at once on one database.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aegis_store::{Decision, ImportRow, NewVerdict, QueuePolicy, Source, Store, StoreError};
+use aegis_store::{
+    Database, Decision, ImportRow, NewVerdict, QueuePolicy, Source, Store, StoreError,
+};
 
 use crate::common::{agree, record, temp_store, templates, verdict};
 
@@ -235,10 +239,106 @@ const LOAD_MESSAGES: i64 = 10_000;
 const IMPORTERS: i64 = 4;
 const REVIEWERS: usize = 8;
 
+/// Set in the console process the load test starts and kills: the database it works on.
+const KILLED_CONSOLE_ENV: &str = "AEGIS_TEST_KILLED_CONSOLE";
+/// The reviewer whose console is killed.
+const KILLED_REVIEWER: &str = "reviewer-0";
+
+/// The console the load test kills: claims batches and decides them slowly, saying so line by
+/// line, until the load test kills its process.
+#[tokio::test]
+#[ignore = "not a test alone: the load test runs it as a process of its own and kills it"]
+async fn the_console_the_load_test_kills() {
+    let database: Database = std::env::var(KILLED_CONSOLE_ENV)
+        .expect("started by the load test")
+        .parse()
+        .expect("a database");
+    let store = Store::connect(&database).await.expect("console");
+    let started = std::time::Instant::now();
+    loop {
+        let batch = store
+            .claim_reviews(KILLED_REVIEWER, 0.15, 25)
+            .await
+            .expect("claim");
+        if batch.items.is_empty() {
+            // The others decided everything before this console got its third batch: say so
+            // rather than wait for a kill that will not come.
+            assert!(
+                batch.remaining > 0 || started.elapsed() < Duration::from_secs(120),
+                "the queue ran dry before the console could be killed mid-batch"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        println!("claimed {}", batch.items.len());
+        for item in &batch.items {
+            match store
+                .add_review(&agree(item.verdict_id, KILLED_REVIEWER))
+                .await
+            {
+                Ok(_) => println!("decided {}", item.verdict_id),
+                Err(StoreError::Taken { .. }) => {}
+                Err(e) => panic!("the console decides a verdict it holds: {e}"),
+            }
+            // Slow enough that the kill lands between decisions, holding the rest of the batch.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Starts [`the_console_the_load_test_kills`] as a process of its own on `database` and kills
+/// it (SIGKILL: no release, no goodbye, its connections cut) five decisions into its third
+/// batch or a later one, while it holds five or more undecided claims. The decisions it
+/// reported.
+fn kill_a_console_mid_batch(database: &str) -> u64 {
+    let mut console = Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "--exact",
+            "review_queue::the_console_the_load_test_kills",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(KILLED_CONSOLE_ENV, database)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the console process starts");
+    let said = std::io::BufReader::new(console.stdout.take().expect("its output"));
+    let (mut batches, mut decided, mut batch_size, mut into_batch) = (0, 0_u64, 0, 0);
+    for line in said.lines() {
+        let line = line.expect("a line");
+        if let Some(size) = line.strip_prefix("claimed ") {
+            batches += 1;
+            batch_size = size.parse::<usize>().expect("a batch size");
+            into_batch = 0;
+        } else if line.starts_with("decided ") {
+            decided += 1;
+            into_batch += 1;
+            // Early batches may be small (the importers have just begun): kill in the third or
+            // a later one that leaves claims held.
+            if batches >= 3 && into_batch == 5 && batch_size >= 10 {
+                console.kill().expect("SIGKILL");
+                console.wait().expect("reaped");
+                eprintln!(
+                    "killed console process {} after {decided} decisions, holding {} claims",
+                    console.id(),
+                    batch_size - into_batch
+                );
+                return decided;
+            }
+        }
+    }
+    let ended = console.wait_with_output().expect("its end");
+    panic!(
+        "the console process ended before it could be killed: {}",
+        String::from_utf8_lossy(&ended.stderr)
+    );
+}
+
 /// Eight reviewers and four importers on one database, each a console of its own (its own
-/// connections), while one reviewer's console dies mid-batch: its claims lapse and the others
-/// take them. Every imported message is kept and decided by exactly as many reviewers as it
-/// wants (two for the 10% overlap share), never more.
+/// connections; one is a process of its own), while that one is killed mid-batch: its claims
+/// lapse and the others take them. Every imported message is kept and decided by exactly as
+/// many reviewers as it wants (two for the 10% overlap share), never more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one_console_dies() {
     let t = temp_store().await;
@@ -289,15 +389,15 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
         }));
     }
 
+    let database = t.scratch.arg();
+    let killed = tokio::task::spawn_blocking(move || kill_a_console_mid_batch(&database));
     let mut reviewers = Vec::new();
-    for reviewer in 0..REVIEWERS {
+    for reviewer in 1..REVIEWERS {
         let store = Store::connect(&t.database).await.expect("console");
         let importing_done = importing_done.clone();
         reviewers.push(tokio::spawn(async move {
             let name = format!("reviewer-{reviewer}");
-            let dies = reviewer == 0;
             let mut decided = 0_u64;
-            let mut batches = 0;
             loop {
                 let finished = importing_done.load(Ordering::SeqCst);
                 let batch = store.claim_reviews(&name, 0.15, 25).await.expect("claim");
@@ -308,13 +408,7 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
-                batches += 1;
-                for (i, item) in batch.items.iter().enumerate() {
-                    if dies && batches >= 3 && i == 5 {
-                        // The console dies holding 20 claims: no release, connections gone.
-                        drop(store);
-                        return (name, decided);
-                    }
+                for item in &batch.items {
                     match store.add_review(&agree(item.verdict_id, &name)).await {
                         Ok(_) => decided += 1,
                         // A claim that ran out while its reviewer was slow may be someone else's
@@ -336,6 +430,7 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
     importing_done.store(true, Ordering::SeqCst);
     eprintln!("imported in {:?}", started.elapsed());
     let mut decided_by = BTreeMap::new();
+    let killed_reported = killed.await.expect("the killed console");
     for reviewer in reviewers {
         let (name, decided) = reviewer.await.expect("reviewer");
         decided_by.insert(name, decided);
@@ -390,12 +485,23 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
         overlapped += usize::from(reviewers.len() == 2);
     }
     assert_eq!(overlapped as i64, LOAD_MESSAGES / 10, "the overlap share");
+    let mut recorded_by: BTreeMap<&str, u64> = BTreeMap::new();
+    for reviewer in per_verdict.values().flatten() {
+        *recorded_by.entry(reviewer.as_str()).or_default() += 1;
+    }
+    let killed_recorded = recorded_by.remove(KILLED_REVIEWER).unwrap_or(0);
+    assert!(killed_reported >= 5, "killed mid-batch");
+    // A decision may commit just as the kill lands, before its line is written.
     assert!(
-        decided_by["reviewer-0"] < 25 * 3,
-        "the console died mid-batch"
+        (killed_reported..=killed_reported + 1).contains(&killed_recorded),
+        "the killed console reported {killed_reported} decisions, the history holds {killed_recorded}"
     );
+    let recorded_by: BTreeMap<String, u64> = recorded_by
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), n))
+        .collect();
     assert_eq!(
-        decided_by.values().sum::<u64>() as usize,
-        per_verdict.values().map(Vec::len).sum::<usize>()
+        decided_by, recorded_by,
+        "every decision a console made is kept"
     );
 }
