@@ -40,13 +40,22 @@ export AEGIS_REQUIRE_MODELS=1
 # The lab feature too, so the research commands' tests run.
 workspace=(--workspace --locked --features aegis-cli/lab)
 cargo test "${workspace[@]}"
-# The history store's tests once more on a real PostgreSQL (Debian's, a throwaway cluster on
-# 127.0.0.1), so both engines pass the same tests. The binary is the one just built: `cargo test
-# -p aegis-store` would build the crate again with other features.
-store_tests="$(cargo test "${workspace[@]}" --no-run --message-format=json 2>/dev/null |
-  python3 scripts/test-binary.py crates/aegis-store/tests/tests.rs)"
+# The history tests once more on a real PostgreSQL (Debian's, a throwaway cluster on 127.0.0.1),
+# so both engines pass the same tests: the store's, the HTTP server's and the console's whole
+# binaries, and the CLI's history tests (a check recorded and reviewed, a team, an import killed
+# and resumed). Each test makes a database of its own there (crates/aegis-scratch-db). The binaries
+# are the ones just built: `cargo test -p …` would build the crates again with other features.
+built="$(cargo test "${workspace[@]}" --no-run --message-format=json 2>/dev/null)"
+test_binary() { python3 scripts/test-binary.py "$1" <<<"$built"; }
 pg_dir="$(mktemp -d /tmp/aegis-test-postgres.XXXXXX)"
 trap 'bash scripts/postgres.sh stop "$pg_dir" >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
-AEGIS_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start "$pg_dir")" \
-  bash -c 'cd crates/aegis-store && exec "$0"' "$store_tests"
+AEGIS_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start "$pg_dir")"
+export AEGIS_TEST_POSTGRES_URL
+for crate in aegis-store aegis-server aegis-app; do
+  binary="$(test_binary "crates/$crate/tests/tests.rs")"
+  (cd "crates/$crate" && "$binary")
+done
+cli_tests="$(test_binary crates/aegis-cli/tests/tests.rs)"
+(cd crates/aegis-cli && "$cli_tests" history::)
+unset AEGIS_TEST_POSTGRES_URL
 bash scripts/e2e.sh

@@ -180,7 +180,7 @@ fn a_killed_import_resumes_with_exactly_one_verdict_per_row() {
     let history = aegis_scratch_db::ScratchDatabase::new_blocking();
     let db = history.arg();
     let file = dir.path().join("messages.txt");
-    let rows = 200;
+    let rows = 120;
     let lines: Vec<String> = (0..rows)
         .map(|i| format!("pesan nomor {i} dari pelanggan"))
         .collect();
