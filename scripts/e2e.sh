@@ -16,8 +16,12 @@ cargo build --workspace --bins --tests --locked --features aegis-cli/lab
 app="$target/debug/aegis-console"
 
 scratch=$(mktemp -d)
+# Apart from $scratch (mode 0700): as root the server runs as the postgres user.
+postgres_dir=$(mktemp -d /tmp/aegis-e2e-postgres.XXXXXX)
 cleanup() {
   [ -n "${driver_pid:-}" ] && kill "$driver_pid" 2>/dev/null || true
+  bash scripts/postgres.sh stop "$postgres_dir" >/dev/null 2>&1 || true
+  rm -rf "$postgres_dir"
   [ -n "${xvfb_pid:-}" ] && kill "$xvfb_pid" 2>/dev/null || true
   rm -rf "$scratch"
 }
@@ -29,6 +33,9 @@ cp -r prompt_guard "$scratch/prompts"
 rm "$scratch/prompts/heads/"*.jsonl
 cp ui/e2e/fixtures/teach-data.jsonl ui/e2e/fixtures/teach-benign-holdout.jsonl "$scratch/prompts/heads/"
 mkdir -p "$scratch/data" "$shots"
+
+# The team's history for the two-window test (ui/e2e/team.test.mjs): a throwaway PostgreSQL.
+postgres_url=$(bash scripts/postgres.sh start "$postgres_dir")
 
 display=:$((90 + RANDOM % 100))
 Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp >/dev/null 2>&1 &
@@ -46,5 +53,6 @@ done
 
 AEGIS_WEBDRIVER="http://127.0.0.1:$port" AEGIS_APP="$app" AEGIS_PROMPTS="$scratch/prompts" \
   AEGIS_SCREENSHOTS="$shots" AEGIS_E2E_HTTP_PORT=$((18000 + RANDOM % 1000)) \
+  DISPLAY=$display AEGIS_E2E_POSTGRES_URL="$postgres_url" AEGIS_E2E_TEAM_PORT=$((port + 2)) \
   node --test --test-concurrency=1 ui/e2e/
 echo "e2e: screenshots and timings in $shots"
