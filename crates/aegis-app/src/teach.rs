@@ -9,7 +9,7 @@ use std::sync::Arc;
 use aegis_engine::{ChatFormat, Speaker};
 use aegis_guard::{FeatureCache, LabelledMessage, Language, ScoreSource};
 use aegis_heads::Head;
-use aegis_store::{ExampleOrigin, HeadVersion, NewExample, StoredExample};
+use aegis_store::{ExampleOrigin, HeadVersion, MemberRole, NewExample, StoredExample};
 /// A message to label next, as the Teach view's queue shows it.
 pub use aegis_teach::Suggestion;
 use aegis_teach::{FitRequest, HeadFlip, Progress, TeachFigures};
@@ -129,15 +129,18 @@ impl Console {
         }
         let added = self
             .store()
-            .add_example(&NewExample {
-                validator: validator.to_string(),
-                text: text.to_string(),
-                violates,
-                language: Language::detect(text).code().to_string(),
-                origin,
-                verdict_id,
-                submitted_by: None,
-            })
+            .add_example(
+                &self.actor(),
+                &NewExample {
+                    validator: validator.to_string(),
+                    text: text.to_string(),
+                    violates,
+                    language: Language::detect(text).code().to_string(),
+                    origin,
+                    verdict_id,
+                    submitted_by: None,
+                },
+            )
             .await?;
         Ok(added.id())
     }
@@ -161,21 +164,29 @@ impl Console {
     }
 
     pub async fn relabel_example(&self, id: i64, violates: bool) -> Result<i64, ConsoleError> {
-        Ok(self.store().relabel_example(id, violates).await?.id())
+        Ok(self
+            .store()
+            .relabel_example(&self.actor(), id, violates)
+            .await?
+            .id())
     }
 
     pub async fn remove_example(&self, id: i64) -> Result<bool, ConsoleError> {
-        Ok(self.store().remove_example(id).await?)
+        Ok(self.store().remove_example(&self.actor(), id).await?)
     }
 
     /// Accepts a client's proposed example (from /feedback), so training uses it.
     pub async fn accept_example(&self, id: i64) -> Result<bool, ConsoleError> {
-        Ok(self.store().accept_example(id).await?)
+        Ok(self.store().accept_example(&self.actor(), id).await?)
     }
 
     /// Writes a new validator's template and teaches it its positives; it decides by prompt
-    /// until a head is trained and applied.
+    /// until a head is trained and applied. In a team it is an author's work, refused before the
+    /// template is written.
     pub async fn create_validator(&self, new: NewValidator) -> Result<String, ConsoleError> {
+        self.store()
+            .require_role(&self.actor(), MemberRole::Author, "create validators")
+            .await?;
         let dir = self.prompts_dir()?;
         let key = new.key.trim().to_string();
         let path = templates::template_path(&dir, &key)?;

@@ -149,6 +149,7 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
         } => return suggest(&args.db, &validator, &from, n, json, &guard),
         command => command,
     };
+    let actor = args.db.actor();
     with_store(&args.db, |store| async move {
         match command {
             ExamplesCommand::Suggest { .. } => unreachable!("answered before the store opens"),
@@ -160,22 +161,31 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                 lang,
             } => {
                 let language = lang.unwrap_or_else(|| Language::detect(&text).code().to_string());
+                let trained_at_once = store.may_teach(&actor).await?;
                 let added = store
-                    .add_example(&NewExample {
-                        validator,
-                        text,
-                        violates: fail,
-                        language,
-                        origin: ExampleOrigin::Manual,
-                        verdict_id: None,
-                        submitted_by: None,
-                    })
+                    .add_example(
+                        &actor,
+                        &NewExample {
+                            validator,
+                            text,
+                            violates: fail,
+                            language,
+                            origin: ExampleOrigin::Manual,
+                            verdict_id: None,
+                            submitted_by: None,
+                        },
+                    )
                     .await?;
                 match added {
                     Added::New { id } => println!("added example {id}"),
                     Added::Merged { id } => {
                         println!("already there: counted again as example {id}")
                     }
+                }
+                if !trained_at_once {
+                    println!(
+                        "proposed, as {actor} is a reviewer: trained on once an author accepts it"
+                    );
                 }
             }
             ExamplesCommand::List {
@@ -218,13 +228,14 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                 }
             }
             ExamplesCommand::Import { file, validator } => {
-                let (new, merged) = import_file(&store, &file, validator.as_deref()).await?;
+                let (new, merged) =
+                    import_file(&store, &actor, &file, validator.as_deref()).await?;
                 println!("{new} new examples, {merged} merged into ones already there");
             }
             ExamplesCommand::Remove { ids } => {
                 let mut missing = Vec::new();
                 for id in ids {
-                    if !store.remove_example(id).await? {
+                    if !store.remove_example(&actor, id).await? {
                         missing.push(id);
                     }
                 }
@@ -233,7 +244,7 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
             ExamplesCommand::Accept { ids } => {
                 let mut missing = Vec::new();
                 for &id in &ids {
-                    if !store.accept_example(id).await? {
+                    if !store.accept_example(&actor, id).await? {
                         missing.push(id);
                     }
                 }
@@ -245,7 +256,12 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
     })
 }
 
-async fn import_file(store: &Store, file: &Path, only: Option<&str>) -> Result<(usize, usize)> {
+async fn import_file(
+    store: &Store,
+    actor: &str,
+    file: &Path,
+    only: Option<&str>,
+) -> Result<(usize, usize)> {
     // Every row is checked before any is added: a bad file adds nothing. Read as `aegis eval`
     // and `aegis train` read labelled files, JSONL or CSV.
     let rows = aegis_eval::Dataset::load(file)?.rows;
@@ -269,7 +285,7 @@ async fn import_file(store: &Store, file: &Path, only: Option<&str>) -> Result<(
     }
     let (mut new, mut merged) = (0, 0);
     for example in &examples {
-        match store.add_example(example).await? {
+        match store.add_example(actor, example).await? {
             Added::New { .. } => new += 1,
             Added::Merged { .. } => merged += 1,
         }

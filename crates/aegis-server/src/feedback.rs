@@ -136,16 +136,20 @@ pub(crate) async fn feedback(
             ))
         }
     };
+    // A client is no member: what it sends is proposed, whoever the team is.
     let added = store
-        .add_example(&NewExample {
-            validator: request.validator.clone(),
-            text,
-            violates: request.violates,
-            language,
-            origin: ExampleOrigin::Feedback,
-            verdict_id: request.verdict_id,
-            submitted_by: peer.map(|Extension(ConnectInfo(address))| address.ip().to_string()),
-        })
+        .add_example(
+            "",
+            &NewExample {
+                validator: request.validator.clone(),
+                text,
+                violates: request.violates,
+                language,
+                origin: ExampleOrigin::Feedback,
+                verdict_id: request.verdict_id,
+                submitted_by: peer.map(|Extension(ConnectInfo(address))| address.ip().to_string()),
+            },
+        )
         .await
         .map_err(store_error)?;
     let status = match added {

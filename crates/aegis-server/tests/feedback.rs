@@ -83,7 +83,11 @@ async fn feedback_becomes_an_example_behind_the_token() {
 
     // Proposals are not training rows until a reviewer accepts them.
     assert!(aegis_teach::taught_rows(examples.clone()).is_empty());
-    assert!(server.store.accept_example(spam.id).await.expect("accept"));
+    assert!(server
+        .store
+        .accept_example("ana", spam.id)
+        .await
+        .expect("accept"));
     let taught = aegis_teach::taught_rows(server.store.examples(None).await.expect("examples"));
     assert_eq!(taught.len(), 1);
     assert_eq!(taught[0].text, spam.text);

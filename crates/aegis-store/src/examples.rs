@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::open::Store;
+use crate::team::MemberRole;
 use crate::time::now_millis;
 
 /// Longest example text kept, in bytes: the guard's own input limit is far below this.
@@ -204,22 +205,33 @@ fn into_example(row: ExampleRow) -> Result<StoredExample> {
 
 impl Store {
     /// Adds an example, merging it into an identical one (same validator, text and label).
-    pub async fn add_example(&self, example: &NewExample) -> Result<Added> {
+    ///
+    /// A client's feedback is proposed whoever sends it. In a team, `actor` must be a member: an
+    /// author's or admin's example is trained on at once, a reviewer's is proposed for an author
+    /// to accept ([`Store::may_teach`] says which beforehand).
+    pub async fn add_example(&self, actor: &str, example: &NewExample) -> Result<Added> {
         let normalized = check_new(example)?;
         let now = now_millis();
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        let proposed = if example.is_proposal() {
+            true
+        } else {
+            self.authorize(&mut tx, actor, MemberRole::Reviewer, "add examples")
+                .await?;
+            !self.holds(&mut tx, actor, MemberRole::Author).await?
+        };
         let existing = self
             .twin(&mut tx, &example.validator, &normalized, example.violates)
             .await?;
         let added = if let Some(id) = existing {
             self.count_again(&mut tx, id, 1, now).await?;
-            if !example.is_proposal() {
-                // A reviewer saying the same as a proposal accepts it.
+            if !proposed {
+                // An author saying the same as a proposal accepts it.
                 self.set_accepted(&mut tx, id).await?;
             }
             Added::Merged { id }
         } else {
-            if example.is_proposal() {
+            if proposed {
                 self.room_for_a_proposal(&mut tx, &example.validator)
                     .await?;
             }
@@ -237,13 +249,29 @@ impl Store {
             .bind(example.verdict_id)
             .bind(now)
             .bind(now)
-            .bind(i64::from(!example.is_proposal()))
+            .bind(i64::from(!proposed))
             .bind(&example.submitted_by)
             .fetch_one(&mut *tx)
             .await
             .map_err(|e| self.sql(e))?;
             Added::New { id }
         };
+        // A client's feedback is the server's to log; a member's example is the team's record.
+        if !example.is_proposal() {
+            let action = if proposed {
+                "example proposed"
+            } else {
+                "example added"
+            };
+            let detail = serde_json::json!({
+                "id": added.id(),
+                "violates": example.violates,
+                "origin": example.origin.as_str(),
+                "merged": matches!(added, Added::Merged { .. }),
+            });
+            self.audit(&mut tx, actor, action, &example.validator, detail)
+                .await?;
+        }
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(added)
     }
@@ -269,9 +297,12 @@ impl Store {
         rows.into_iter().map(into_example).collect()
     }
 
-    /// Changes an example's label. If the text already has the new label, the two merge.
-    pub async fn relabel_example(&self, id: i64, violates: bool) -> Result<Added> {
+    /// Changes an example's label (an author's work, in a team). If the text already has the new
+    /// label, the two merge.
+    pub async fn relabel_example(&self, actor: &str, id: i64, violates: bool) -> Result<Added> {
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        self.authorize(&mut tx, actor, MemberRole::Author, "relabel examples")
+            .await?;
         let row: Option<(String, String, i64, i64)> = sqlx::query_as(
             "SELECT validator_key, normalized, label, times_added FROM examples WHERE id = $1",
         )
@@ -311,6 +342,9 @@ impl Store {
             .map_err(|e| self.sql(e))?;
             Added::Merged { id }
         };
+        let detail = serde_json::json!({ "id": id, "violates": violates, "now": added.id() });
+        self.audit(&mut tx, actor, "example relabelled", &validator, detail)
+            .await?;
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(added)
     }
@@ -353,12 +387,34 @@ impl Store {
         Ok(())
     }
 
-    /// Accepts a proposed example, so it is trained on; `false` when there is none with that id.
-    pub async fn accept_example(&self, id: i64) -> Result<bool> {
+    /// Accepts a proposed example, so it is trained on (an author's work, in a team); `false`
+    /// when there is none with that id.
+    pub async fn accept_example(&self, actor: &str, id: i64) -> Result<bool> {
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        self.authorize(&mut tx, actor, MemberRole::Author, "accept examples")
+            .await?;
         let found = self.set_accepted(&mut tx, id).await?;
+        if found {
+            let validator = self.example_validator(&mut tx, id).await?;
+            self.audit(
+                &mut tx,
+                actor,
+                "example accepted",
+                &validator,
+                serde_json::json!({ "id": id }),
+            )
+            .await?;
+        }
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(found)
+    }
+
+    async fn example_validator(&self, tx: &mut sqlx::AnyConnection, id: i64) -> Result<String> {
+        sqlx::query_scalar("SELECT validator_key FROM examples WHERE id = $1")
+            .bind(id)
+            .fetch_one(tx)
+            .await
+            .map_err(|e| self.sql(e))
     }
 
     async fn set_accepted(&self, tx: &mut sqlx::AnyConnection, id: i64) -> Result<bool> {
@@ -392,14 +448,27 @@ impl Store {
         Ok(())
     }
 
-    /// Removes an example; `false` when there was none with that id.
-    pub async fn remove_example(&self, id: i64) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM examples WHERE id = $1")
-            .bind(id)
-            .execute(&self.writer)
-            .await
-            .map_err(|e| self.sql(e))?;
-        Ok(done.rows_affected() > 0)
+    /// Removes an example (an author's work, in a team); `false` when there was none with that
+    /// id.
+    pub async fn remove_example(&self, actor: &str, id: i64) -> Result<bool> {
+        let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
+        self.authorize(&mut tx, actor, MemberRole::Author, "remove examples")
+            .await?;
+        let removed: Option<(String, String, i64)> = sqlx::query_as(
+            "DELETE FROM examples WHERE id = $1 RETURNING validator_key, text, label",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        if let Some((validator, text, label)) = &removed {
+            // The text goes into the log: a removed example cannot be looked up afterwards.
+            let detail = serde_json::json!({ "id": id, "text": text, "violates": *label != 0 });
+            self.audit(&mut tx, actor, "example removed", validator, detail)
+                .await?;
+        }
+        tx.commit().await.map_err(|e| self.sql(e))?;
+        Ok(removed.is_some())
     }
 }
 

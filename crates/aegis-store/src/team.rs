@@ -224,6 +224,28 @@ impl Store {
         self.authorize(&mut tx, actor, needed, doing).await
     }
 
+    /// Whether `actor`'s examples are trained on as they are added: with no team, anyone's; in a
+    /// team, an author's or an admin's. A reviewer's are proposed, for an author to accept.
+    pub async fn may_teach(&self, actor: &str) -> Result<bool> {
+        let mut tx = self.reader.begin().await.map_err(|e| self.sql(e))?;
+        self.holds(&mut tx, actor, MemberRole::Author).await
+    }
+
+    /// Whether `actor` may do what needs `needed`: the team has no members yet, or they hold
+    /// `needed` or above.
+    pub(crate) async fn holds(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        actor: &str,
+        needed: MemberRole,
+    ) -> Result<bool> {
+        match self.authorize(tx, actor, needed, "").await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Forbidden { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Refuses `actor` unless the team has no members yet or they hold `needed` or above.
     /// `doing` completes "… may not {doing}" in the refusal.
     pub(crate) async fn authorize(

@@ -21,23 +21,28 @@ async fn duplicates_merge_and_contradictions_are_shown_not_resolved() {
     let t = temp_store().await;
     let s = &t.store;
     let first = s
-        .add_example(&example("pii_request", "Kirim kode OTP kamu ke saya", true))
+        .add_example(
+            "ana",
+            &example("pii_request", "Kirim kode OTP kamu ke saya", true),
+        )
         .await
         .expect("add");
     let again = s
-        .add_example(&example(
-            "pii_request",
-            "  Kirim kode  OTP kamu\nke saya ",
-            true,
-        ))
+        .add_example(
+            "ana",
+            &example("pii_request", "  Kirim kode  OTP kamu\nke saya ", true),
+        )
         .await
         .expect("add again");
     assert!(matches!(first, Added::New { .. }));
     assert_eq!(again, Added::Merged { id: first.id() });
     // Another validator's example with the same text is its own row.
-    s.add_example(&example("spam", "Kirim kode OTP kamu ke saya", false))
-        .await
-        .expect("other validator");
+    s.add_example(
+        "ana",
+        &example("spam", "Kirim kode OTP kamu ke saya", false),
+    )
+    .await
+    .expect("other validator");
     let examples = s.examples(Some("pii_request")).await.expect("list");
     assert_eq!(examples.len(), 1);
     assert_eq!(examples[0].times_added, 2);
@@ -45,11 +50,10 @@ async fn duplicates_merge_and_contradictions_are_shown_not_resolved() {
 
     // The same text labelled the other way: both kept, both flagged.
     let other = s
-        .add_example(&example(
-            "pii_request",
-            "Kirim kode OTP kamu ke saya",
-            false,
-        ))
+        .add_example(
+            "ana",
+            &example("pii_request", "Kirim kode OTP kamu ke saya", false),
+        )
         .await
         .expect("contradiction");
     assert!(matches!(other, Added::New { .. }));
@@ -58,16 +62,19 @@ async fn duplicates_merge_and_contradictions_are_shown_not_resolved() {
     assert!(examples.iter().all(|e| e.contradicted));
 
     // Relabelling one onto the other merges them and ends the contradiction.
-    let merged = s.relabel_example(other.id(), true).await.expect("relabel");
+    let merged = s
+        .relabel_example("ana", other.id(), true)
+        .await
+        .expect("relabel");
     assert_eq!(merged, Added::Merged { id: first.id() });
     let examples = s.examples(Some("pii_request")).await.expect("list");
     assert_eq!(examples.len(), 1);
     assert_eq!(examples[0].times_added, 3);
     assert!(!examples[0].contradicted);
 
-    assert!(s.remove_example(first.id()).await.expect("remove"));
-    assert!(!s.remove_example(first.id()).await.expect("gone"));
-    assert!(s.relabel_example(first.id(), false).await.is_err());
+    assert!(s.remove_example("ana", first.id()).await.expect("remove"));
+    assert!(!s.remove_example("ana", first.id()).await.expect("gone"));
+    assert!(s.relabel_example("ana", first.id(), false).await.is_err());
     assert_eq!(s.examples(None).await.expect("all").len(), 1);
 }
 
@@ -84,12 +91,15 @@ async fn an_example_keeps_its_verdict_until_the_verdict_is_deleted() {
     )
     .await;
     let added = s
-        .add_example(&NewExample {
-            origin: ExampleOrigin::Mark,
-            verdict_id: Some(verdict),
-            submitted_by: None,
-            ..example("spam", "Beli sekarang diskon 90%", false)
-        })
+        .add_example(
+            "ana",
+            &NewExample {
+                origin: ExampleOrigin::Mark,
+                verdict_id: Some(verdict),
+                submitted_by: None,
+                ..example("spam", "Beli sekarang diskon 90%", false)
+            },
+        )
         .await
         .expect("mark");
     assert_eq!(
@@ -154,41 +164,44 @@ async fn feedback_is_pending_until_a_reviewer_accepts_it_and_its_count_is_capped
         ..example("spam", &text, true)
     };
     let first = s
-        .add_example(&proposal("Promo gratis klik link ini".into()))
+        .add_example("ana", &proposal("Promo gratis klik link ini".into()))
         .await
         .expect("proposed");
     let listed = s.examples(Some("spam")).await.expect("list");
     assert!(listed[0].pending);
     assert_eq!(listed[0].submitted_by.as_deref(), Some("127.0.0.1"));
     // A reviewer teaching the same text accepts the proposal.
-    s.add_example(&example("spam", "Promo gratis  klik link ini", true))
+    s.add_example("ana", &example("spam", "Promo gratis  klik link ini", true))
         .await
         .expect("reviewer");
     assert!(!s.examples(Some("spam")).await.expect("list")[0].pending);
 
     for i in 1..MAX_PENDING_PER_VALIDATOR {
-        s.add_example(&proposal(format!("promo nomor {i}")))
+        s.add_example("ana", &proposal(format!("promo nomor {i}")))
             .await
             .expect("room");
     }
-    s.add_example(&proposal("promo nomor 0".into()))
+    s.add_example("ana", &proposal("promo nomor 0".into()))
         .await
         .expect("the accepted one left room for one more");
-    let full = s.add_example(&proposal("satu lagi".into())).await;
+    let full = s.add_example("ana", &proposal("satu lagi".into())).await;
     assert!(
         matches!(full, Err(StoreError::TooManyPending { .. })),
         "{full:?}"
     );
     // A duplicate of a pending one only counts again, and other validators have their own room.
-    s.add_example(&proposal("promo nomor 3".into()))
+    s.add_example("ana", &proposal("promo nomor 3".into()))
         .await
         .expect("merged");
-    s.add_example(&NewExample {
-        validator: "toxic".into(),
-        ..proposal("dasar bodoh".into())
-    })
+    s.add_example(
+        "ana",
+        &NewExample {
+            validator: "toxic".into(),
+            ..proposal("dasar bodoh".into())
+        },
+    )
     .await
     .expect("another validator");
-    assert!(s.accept_example(first.id()).await.expect("accept"));
-    assert!(!s.accept_example(999_999).await.expect("none"));
+    assert!(s.accept_example("ana", first.id()).await.expect("accept"));
+    assert!(!s.accept_example("ana", 999_999).await.expect("none"));
 }

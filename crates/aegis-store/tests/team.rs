@@ -1,5 +1,6 @@
 use aegis_store::{
-    HistoryFilter, MemberRole, NewHeadVersion, QueuePolicy, Source, Store, StoreError,
+    ExampleOrigin, HistoryFilter, MemberRole, NewExample, NewHeadVersion, QueuePolicy, Source,
+    Store, StoreError,
 };
 
 use crate::common::{agree, record, temp_store};
@@ -311,6 +312,105 @@ async fn expired_history_is_logged_as_the_retention_policy() {
         [
             ("rina".to_string(), "retention changed".to_string()),
             ("retention policy".into(), "history expired".into())
+        ]
+    );
+}
+
+fn example(text: &str, origin: ExampleOrigin) -> NewExample {
+    NewExample {
+        validator: "toxic".into(),
+        text: text.into(),
+        violates: true,
+        language: "id".into(),
+        origin,
+        verdict_id: None,
+        submitted_by: None,
+    }
+}
+
+/// Whether the example is trained on (accepted), by id.
+async fn trained(s: &Store, id: i64) -> bool {
+    let all = s.examples(Some("toxic")).await.expect("examples");
+    !all.iter()
+        .find(|e| e.id == id)
+        .expect("the example")
+        .pending
+}
+
+/// Examples teach the heads, so in a team a reviewer's are proposed and only an author accepts,
+/// relabels or removes one; a client's feedback is proposed whoever the team is.
+#[tokio::test]
+async fn a_reviewers_examples_are_proposed_and_an_author_decides_what_is_trained_on() {
+    let t = temp_store().await;
+    let s = &t.store;
+    s.set_member("rina", "rina", MemberRole::Admin)
+        .await
+        .expect("admin");
+    s.set_member("rina", "budi", MemberRole::Reviewer)
+        .await
+        .expect("reviewer");
+    s.set_member("rina", "sari", MemberRole::Author)
+        .await
+        .expect("author");
+    let logged = log(s).await.len();
+
+    forbidden(
+        s.add_example("eve", &example("kamu bodoh", ExampleOrigin::Mark))
+            .await,
+        "eve is not a member of this team and may not add examples",
+    );
+    assert!(!s.may_teach("budi").await.expect("budi"));
+    assert!(s.may_teach("sari").await.expect("sari"));
+    let marked = s
+        .add_example("budi", &example("kamu bodoh", ExampleOrigin::Mark))
+        .await
+        .expect("a reviewer's mark")
+        .id();
+    assert!(!trained(s, marked).await, "a reviewer's example waits");
+    let typed = s
+        .add_example("sari", &example("dasar tolol", ExampleOrigin::Manual))
+        .await
+        .expect("an author's example")
+        .id();
+    assert!(trained(s, typed).await, "an author's is trained on at once");
+    let sent = s
+        .add_example(
+            "",
+            &NewExample {
+                submitted_by: Some("127.0.0.1".into()),
+                ..example("otak udang", ExampleOrigin::Feedback)
+            },
+        )
+        .await
+        .expect("a client's feedback")
+        .id();
+    assert!(!trained(s, sent).await);
+
+    for refused in [
+        s.accept_example("budi", marked).await.map(|_| ()),
+        s.relabel_example("budi", typed, false).await.map(|_| ()),
+        s.remove_example("budi", typed).await.map(|_| ()),
+    ] {
+        forbidden(refused, "budi is a reviewer and may not");
+    }
+    assert!(!trained(s, marked).await, "a refusal changes nothing");
+    assert_eq!(s.examples(Some("toxic")).await.expect("all").len(), 3);
+
+    assert!(s.accept_example("sari", marked).await.expect("accept"));
+    assert!(trained(s, marked).await);
+    s.relabel_example("sari", sent, false)
+        .await
+        .expect("relabel");
+    assert!(s.remove_example("sari", typed).await.expect("remove"));
+    let entries = log(s).await.split_off(logged);
+    assert_eq!(
+        entries,
+        [
+            entry("budi", "example proposed", "toxic"),
+            entry("sari", "example added", "toxic"),
+            entry("sari", "example accepted", "toxic"),
+            entry("sari", "example relabelled", "toxic"),
+            entry("sari", "example removed", "toxic"),
         ]
     );
 }
