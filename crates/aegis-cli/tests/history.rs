@@ -147,6 +147,34 @@ fn check_records_by_default_and_history_finds_it() {
         "{}",
         stderr(&reviewer_changes_queue)
     );
+    // A reviewer's example is proposed; only an author or an admin accepts it.
+    let examples = |args: &[&str]| {
+        let mut all = vec!["examples", "--db", db_arg];
+        all.extend_from_slice(args);
+        aegis(&all)
+    };
+    let proposed = examples(&["add", "toxic", "dasar otak udang", "--fail", "--as", "budi"]);
+    assert!(proposed.status.success(), "{}", stderr(&proposed));
+    assert!(
+        stdout(&proposed).contains("proposed, as budi is a reviewer"),
+        "{}",
+        stdout(&proposed)
+    );
+    let example_id = stdout(&proposed)
+        .split_whitespace()
+        .nth(2)
+        .expect("added example ID")
+        .to_string();
+    let refused = examples(&["accept", &example_id, "--as", "budi"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("budi is a reviewer and may not accept examples"),
+        "{}",
+        stderr(&refused)
+    );
+    let accepted = examples(&["accept", &example_id, "--as", "rina"]);
+    assert!(accepted.status.success(), "{}", stderr(&accepted));
+
     let log = team(&["log", "--json"]);
     let log: serde_json::Value = serde_json::from_str(&stdout(&log)).expect("JSON");
     let actions: Vec<(&str, &str)> = log
@@ -165,7 +193,12 @@ fn check_records_by_default_and_history_finds_it() {
     assert_eq!(actions[1].1, "queue changed");
     assert_eq!(
         &actions[2..],
-        [("rina", "member set"), ("rina", "member set")]
+        [
+            ("rina", "member set"),
+            ("rina", "member set"),
+            ("budi", "example proposed"),
+            ("rina", "example accepted")
+        ]
     );
 }
 
