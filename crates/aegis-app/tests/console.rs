@@ -11,7 +11,7 @@ use aegis_app::console::{
 };
 use aegis_app::error::{ConsoleError, ErrorKind};
 use aegis_guard::{ScoreSource, Status};
-use aegis_store::{Decision, MemberRole};
+use aegis_store::{Decision, ExampleOrigin, MemberRole};
 
 #[derive(Default)]
 pub struct Recorder(pub Mutex<Vec<ConsoleEvent>>);
@@ -333,6 +333,28 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
         forbidden.message
     );
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
+    // A reviewer's example is proposed; accepting it is an author's work.
+    let proposed = f
+        .console
+        .add_example(
+            "spam",
+            "Klik link ini, hadiah menanti",
+            true,
+            ExampleOrigin::Mark,
+            None,
+        )
+        .await
+        .expect("a reviewer proposes");
+    let examples = f.console.examples("spam").await.expect("examples");
+    let example = examples.iter().find(|e| e.id == proposed).expect("kept");
+    assert!(example.pending, "a reviewer's example waits for an author");
+    let refused = kind(
+        f.console
+            .accept_example(proposed)
+            .await
+            .expect_err("a reviewer may not accept"),
+    );
+    assert_eq!(refused.kind, ErrorKind::Forbidden);
     let log = f.console.audit_log(None, 10).await.expect("audit log");
     let saves: Vec<(&str, &str)> = log
         .iter()
