@@ -189,7 +189,8 @@ fn train_and_eval_read_labelled_csv_with_one_reader() {
 )]
 fn reviewed_history_exports_as_a_labelled_set_the_workbench_reads() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("h.db").display().to_string();
+    let history = aegis_scratch_db::ScratchDatabase::new_blocking();
+    let db = history.arg();
     let text = "Promo spesial! Beli 1 gratis 1 hari ini saja, balas YA";
     let check = aegis(&["check", "--db", &db, "--json", text]);
     assert!(

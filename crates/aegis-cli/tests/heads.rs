@@ -526,8 +526,9 @@ fn training_reports_held_out_sources_first() {
 )]
 fn reviews_join_the_training_data() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("h.db");
-    let db_arg = db.to_str().expect("path");
+    let history = aegis_scratch_db::ScratchDatabase::new_blocking();
+    let db_arg = history.arg();
+    let db_arg = db_arg.as_str();
     let checked = aegis(&[
         "check",
         "--db",

@@ -23,8 +23,9 @@ fn examples(db: &str, args: &[&str]) -> std::process::Output {
 )]
 fn examples_merge_show_contradictions_import_and_refuse_bad_input() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("h.db");
-    let db = db.to_str().expect("path");
+    let history = aegis_scratch_db::ScratchDatabase::new_blocking();
+    let db = history.arg();
+    let db = db.as_str();
     let add = |args: &[&str]| {
         let mut all = vec!["add"];
         all.extend_from_slice(args);
@@ -141,8 +142,9 @@ fn prompts_with(dir: &Path, key: &str) -> std::path::PathBuf {
 )]
 fn taught_examples_train_a_new_version_and_revert_restores_the_old_bytes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("h.db");
-    let db = db.to_str().expect("path");
+    let history = aegis_scratch_db::ScratchDatabase::new_blocking();
+    let db = history.arg();
+    let db = db.as_str();
     let prompts = prompts_with(dir.path(), "toxic");
     let prompts = prompts.to_str().expect("path");
     let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
