@@ -1,7 +1,8 @@
 //! Reviewed verdicts as labelled data: what the guard should have said, per validator, read from
-//! the latest review. Reads both the history (query) and the reviews; neither reads this.
+//! each reviewer's latest decision, where they agree. Reads both the history (query) and the
+//! reviews; neither reads this.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use aegis_guard::LabelledMessage;
 use serde::Serialize;
@@ -22,23 +23,41 @@ pub struct ReviewedExample {
     pub labels: BTreeMap<String, Option<bool>>,
 }
 
-/// Labels from the latest review of a verdict (see [`review_label`]).
+/// Labels from a verdict's reviews (see [`review_label`]): each reviewer's latest decision, and
+/// per validator the label they all give. Where two reviewers of the overlap share disagree the
+/// label is left out (`None`), not taken from whoever decided last: a disagreement is not
+/// training data until one of them changes their decision (the agreement figures count it).
+/// A reviewer whose decision says nothing about a validator does not outvote one who does.
 pub fn review_labels(detail: &VerdictDetail) -> BTreeMap<String, Option<bool>> {
-    let Some(review) = detail.reviews.last() else {
+    let mut latest: BTreeMap<&str, &crate::reviews::Review> = BTreeMap::new();
+    for review in &detail.reviews {
+        // Oldest first: a reviewer's later decision replaces their earlier one.
+        latest.insert(review.reviewer.as_str(), review);
+    }
+    if latest.is_empty() {
         return BTreeMap::new();
-    };
+    }
     let failed = detail.row.status == "failed";
     detail
         .row
         .results
         .iter()
         .map(|r| {
-            let label = review_label(
-                review.validators.get(&r.key).copied(),
-                review.decision,
-                !r.passed,
-                failed,
-            );
+            let said: BTreeSet<bool> = latest
+                .values()
+                .filter_map(|review| {
+                    review_label(
+                        review.validators.get(&r.key).copied(),
+                        review.decision,
+                        !r.passed,
+                        failed,
+                    )
+                })
+                .collect();
+            let label = match said.len() {
+                1 => said.first().copied(),
+                _ => None,
+            };
             (r.key.clone(), label)
         })
         .collect()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aegis_store::{
-    Database, Decision, ImportRow, NewVerdict, QueuePolicy, Source, Store, StoreError,
+    Database, Decision, ImportRow, NewReview, NewVerdict, QueuePolicy, Source, Store, StoreError,
 };
 
 use crate::common::{agree, record, temp_store, templates, verdict};
@@ -232,6 +232,51 @@ async fn bad_queue_settings_and_names_are_refused() {
         QueuePolicy::default()
     );
     assert!(s.claim_reviews("  ", 0.15, 5).await.is_err());
+}
+
+/// Two reviewers of the overlap share who disagree on a validator give it no label (it is not
+/// training data, whoever decided last), until one of them changes their decision.
+#[tokio::test]
+async fn a_disagreement_is_no_label_until_the_reviewers_agree() {
+    let t = temp_store().await;
+    let s = &t.store;
+    let everyone_twice = QueuePolicy {
+        overlap_percent: 100,
+        claim_seconds: 600,
+    };
+    s.set_queue_policy("admin", &everyone_twice)
+        .await
+        .expect("policy");
+    let id = record(s, "dasar kamu ya", Source::Typed, None, &["toxic"]).await;
+    let overturn_toxic = |reviewer: &str| NewReview {
+        decision: Decision::Overturn,
+        validators: [("toxic".to_string(), Decision::Overturn)].into(),
+        ..agree(id, reviewer)
+    };
+    s.add_review(&agree(id, "rina")).await.expect("rina agrees");
+    s.add_review(&overturn_toxic("budi"))
+        .await
+        .expect("budi overturns");
+    let labels = |examples: Vec<aegis_store::ReviewedExample>| {
+        examples.into_iter().next().expect("reviewed").labels
+    };
+    let disagreed = labels(
+        s.reviewed_examples(&Default::default())
+            .await
+            .expect("examples"),
+    );
+    assert_eq!(disagreed["toxic"], None, "rina says toxic, budi says not");
+    assert_eq!(disagreed["spam"], Some(false), "both say it is not spam");
+
+    s.add_review(&overturn_toxic("rina"))
+        .await
+        .expect("rina changes her mind");
+    let agreed = labels(
+        s.reviewed_examples(&Default::default())
+            .await
+            .expect("examples"),
+    );
+    assert_eq!(agreed["toxic"], Some(false));
 }
 
 /// Messages the load test imports, split among its importers.
