@@ -42,6 +42,19 @@ async fn log(s: &Store) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// A team of rina (admin), budi (reviewer) and sari (author).
+async fn three_roles(s: &Store) {
+    s.set_member("rina", "rina", MemberRole::Admin)
+        .await
+        .expect("admin");
+    s.set_member("rina", "budi", MemberRole::Reviewer)
+        .await
+        .expect("reviewer");
+    s.set_member("rina", "sari", MemberRole::Author)
+        .await
+        .expect("author");
+}
+
 fn entry(actor: &str, action: &str, subject: &str) -> (String, String, String) {
     (actor.into(), action.into(), subject.into())
 }
@@ -144,15 +157,7 @@ async fn a_team_starts_with_an_admin_naming_themselves_and_keeps_one() {
 async fn each_role_may_do_its_own_work_and_a_refusal_changes_nothing() {
     let t = temp_store().await;
     let s = &t.store;
-    s.set_member("rina", "rina", MemberRole::Admin)
-        .await
-        .expect("admin");
-    s.set_member("rina", "budi", MemberRole::Reviewer)
-        .await
-        .expect("reviewer");
-    s.set_member("rina", "sari", MemberRole::Author)
-        .await
-        .expect("author");
+    three_roles(s).await;
     let id = record(s, "kamu bodoh", Source::Typed, None, &["toxic"]).await;
     let other = record(s, "dasar tolol", Source::Typed, None, &["toxic"]).await;
     let logged = log(s).await.len();
@@ -343,15 +348,7 @@ async fn trained(s: &Store, id: i64) -> bool {
 async fn a_reviewers_examples_are_proposed_and_an_author_decides_what_is_trained_on() {
     let t = temp_store().await;
     let s = &t.store;
-    s.set_member("rina", "rina", MemberRole::Admin)
-        .await
-        .expect("admin");
-    s.set_member("rina", "budi", MemberRole::Reviewer)
-        .await
-        .expect("reviewer");
-    s.set_member("rina", "sari", MemberRole::Author)
-        .await
-        .expect("author");
+    three_roles(s).await;
     let logged = log(s).await.len();
 
     forbidden(
