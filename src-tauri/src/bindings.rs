@@ -39,6 +39,7 @@ fn export(out: &Path) {
         aegis_app::teach::TeachValidator::export_all_to(out),
         aegis_app::teach::TrainReport::export_all_to(out),
         aegis_app::teach::AppliedHead::export_all_to(out),
+        aegis_app::examples::Marked::export_all_to(out),
         aegis_app::teach::NewValidator::export_all_to(out),
         aegis_store::StoredExample::export_all_to(out),
         aegis_store::HeadVersion::export_all_to(out),

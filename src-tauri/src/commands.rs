@@ -337,7 +337,7 @@ pub async fn mark_verdict(
     verdict_id: i64,
     validator: String,
     violates: bool,
-) -> Answer<i64> {
+) -> Answer<aegis_app::examples::Marked> {
     Ok(console
         .mark_verdict(verdict_id, &validator, violates)
         .await?)

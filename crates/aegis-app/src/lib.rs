@@ -6,6 +6,7 @@
 pub mod console;
 pub mod error;
 pub mod evaluation;
+pub mod examples;
 pub mod http;
 pub mod playground;
 pub mod settings;

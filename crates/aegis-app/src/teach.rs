@@ -9,7 +9,7 @@ use std::sync::Arc;
 use aegis_engine::{ChatFormat, Speaker};
 use aegis_guard::{FeatureCache, LabelledMessage, Language, ScoreSource};
 use aegis_heads::Head;
-use aegis_store::{ExampleOrigin, HeadVersion, MemberRole, NewExample, StoredExample};
+use aegis_store::{ExampleOrigin, HeadVersion, MemberRole, StoredExample};
 /// A message to label next, as the Teach view's queue shows it.
 pub use aegis_teach::Suggestion;
 use aegis_teach::{FitRequest, HeadFlip, Progress, TeachFigures};
@@ -110,76 +110,6 @@ impl Console {
             .collect())
     }
 
-    pub async fn examples(&self, validator: &str) -> Result<Vec<StoredExample>, ConsoleError> {
-        Ok(self.store().examples(Some(validator)).await?)
-    }
-
-    /// Teaches `validator` one text; returns the example's id (an existing one when merged).
-    pub async fn add_example(
-        &self,
-        validator: &str,
-        text: &str,
-        violates: bool,
-        origin: ExampleOrigin,
-        verdict_id: Option<i64>,
-    ) -> Result<i64, ConsoleError> {
-        self.known_validator(validator)?;
-        if text.trim().is_empty() {
-            return Err(ConsoleError::Invalid("an example needs some text".into()));
-        }
-        let added = self
-            .store()
-            .add_example(
-                &self.actor(),
-                &NewExample {
-                    validator: validator.to_string(),
-                    text: text.to_string(),
-                    violates,
-                    language: Language::detect(text).code().to_string(),
-                    origin,
-                    verdict_id,
-                    submitted_by: None,
-                },
-            )
-            .await?;
-        Ok(added.id())
-    }
-
-    /// "Should fail" / "should pass" on a recorded verdict: its text becomes an example.
-    pub async fn mark_verdict(
-        &self,
-        verdict_id: i64,
-        validator: &str,
-        violates: bool,
-    ) -> Result<i64, ConsoleError> {
-        let detail = self.verdict(verdict_id).await?;
-        self.add_example(
-            validator,
-            &detail.row.text,
-            violates,
-            ExampleOrigin::Mark,
-            Some(verdict_id),
-        )
-        .await
-    }
-
-    pub async fn relabel_example(&self, id: i64, violates: bool) -> Result<i64, ConsoleError> {
-        Ok(self
-            .store()
-            .relabel_example(&self.actor(), id, violates)
-            .await?
-            .id())
-    }
-
-    pub async fn remove_example(&self, id: i64) -> Result<bool, ConsoleError> {
-        Ok(self.store().remove_example(&self.actor(), id).await?)
-    }
-
-    /// Accepts a client's proposed example (from /feedback), so training uses it.
-    pub async fn accept_example(&self, id: i64) -> Result<bool, ConsoleError> {
-        Ok(self.store().accept_example(&self.actor(), id).await?)
-    }
-
     /// Writes a new validator's template and teaches it its positives; it decides by prompt
     /// until a head is trained and applied. In a team it is an author's work, refused before the
     /// template is written.
@@ -265,7 +195,7 @@ impl Console {
             .ok_or(aegis_runtime::WorkerError::Loading)?)
     }
 
-    fn known_validator(&self, key: &str) -> Result<(), ConsoleError> {
+    pub(crate) fn known_validator(&self, key: &str) -> Result<(), ConsoleError> {
         let guard = self.loaded_guard()?;
         if guard.validator(key).is_some() {
             Ok(())

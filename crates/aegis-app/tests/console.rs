@@ -11,7 +11,7 @@ use aegis_app::console::{
 };
 use aegis_app::error::{ConsoleError, ErrorKind};
 use aegis_guard::{ScoreSource, Status};
-use aegis_store::{Decision, ExampleOrigin, MemberRole};
+use aegis_store::{Decision, MemberRole};
 
 #[derive(Default)]
 pub struct Recorder(pub Mutex<Vec<ConsoleEvent>>);
@@ -333,18 +333,19 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
         forbidden.message
     );
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
-    // A reviewer's example is proposed; accepting it is an author's work.
-    let proposed = f
+    // A reviewer's mark is proposed; accepting it is an author's work.
+    let checked = f
         .console
-        .add_example(
-            "spam",
-            "Klik link ini, hadiah menanti",
-            true,
-            ExampleOrigin::Mark,
-            None,
-        )
+        .check("Klik link ini, hadiah menanti".into())
+        .await
+        .expect("check");
+    let mark = f
+        .console
+        .mark_verdict(checked.verdict_id, "spam", true)
         .await
         .expect("a reviewer proposes");
+    assert!(mark.proposed, "the console says it is a proposal");
+    let proposed = mark.example_id;
     let examples = f.console.examples("spam").await.expect("examples");
     let example = examples.iter().find(|e| e.id == proposed).expect("kept");
     assert!(example.pending, "a reviewer's example waits for an author");

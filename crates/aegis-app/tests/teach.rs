@@ -147,10 +147,14 @@ async fn a_validator_taught_from_examples_decides_by_its_head_learns_a_mark_and_
             .map(|r| (r.score, r.passed))
             .expect("scored")
     };
-    console
+    let mark = console
         .mark_verdict(before.verdict_id, KEY, false)
         .await
         .expect("marked");
+    assert!(
+        !mark.proposed,
+        "no team: the console's own mark is trained on"
+    );
     let examples = console.examples(KEY).await.expect("examples");
     let marked = examples
         .iter()

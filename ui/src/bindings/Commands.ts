@@ -14,6 +14,7 @@ import type { HistoryPage } from "./HistoryPage";
 import type { HistoryQuery } from "./HistoryQuery";
 import type { HttpStatus } from "./HttpStatus";
 import type { ImportSummary } from "./ImportSummary";
+import type { Marked } from "./Marked";
 import type { Member } from "./Member";
 import type { MemberRole } from "./MemberRole";
 import type { ModelState } from "./ModelState";
@@ -75,7 +76,7 @@ export type Commands = {
   teach_validators: { args: Record<string, never>; result: TeachValidator[] };
   examples: { args: { validator: string }; result: StoredExample[] };
   add_example: { args: { validator: string; text: string; violates: boolean }; result: number };
-  mark_verdict: { args: { verdictId: number; validator: string; violates: boolean }; result: number };
+  mark_verdict: { args: { verdictId: number; validator: string; violates: boolean }; result: Marked };
   relabel_example: { args: { id: number; violates: boolean }; result: number };
   remove_example: { args: { id: number }; result: boolean };
   accept_example: { args: { id: number }; result: boolean };
