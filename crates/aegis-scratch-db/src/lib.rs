@@ -17,7 +17,8 @@ pub const POSTGRES_ENV: &str = "AEGIS_TEST_POSTGRES_URL";
 /// then; a PostgreSQL database stays with its throwaway server).
 #[derive(Debug)]
 pub struct ScratchDatabase {
-    dir: tempfile::TempDir,
+    /// Holds the SQLite file (nothing, on PostgreSQL) until the test ends.
+    _dir: tempfile::TempDir,
     pub database: Database,
 }
 
@@ -33,7 +34,10 @@ impl ScratchDatabase {
             Some(server) => new_postgres_database(&server).await,
             None => Database::Sqlite(dir.path().join("history.db")),
         };
-        Self { dir, database }
+        Self {
+            _dir: dir,
+            database,
+        }
     }
 
     /// [`ScratchDatabase::new`] for tests without a runtime (those driving the `aegis` binary):
@@ -66,15 +70,10 @@ impl ScratchDatabase {
             Database::Postgres(url) => url.clone(),
         }
     }
-
-    /// A folder that lives as long as the database, for the test's other files.
-    pub fn dir(&self) -> &std::path::Path {
-        self.dir.path()
-    }
 }
 
 /// The server [`POSTGRES_ENV`] names, if any.
-pub fn postgres_server() -> Option<String> {
+fn postgres_server() -> Option<String> {
     std::env::var(POSTGRES_ENV)
         .ok()
         .filter(|url| !url.trim().is_empty())

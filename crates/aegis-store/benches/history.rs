@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     runtime.block_on(async move {
         let temp = common::temp_store().await;
         let store = &temp.store;
-        println!("database: {}", temp.database);
+        println!("database: {}", temp.scratch.database);
         let templates = common::templates();
 
         let started = Instant::now();
@@ -135,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("| export CSV | {:.0} ms ({:.0} rows/s) | | |", csv_ms, exported as f64 / (csv_ms / 1e3));
         println!("| record (one transaction per verdict) | {:.3} ms each | | |", fill_ms / rows as f64);
         println!("| import's writes ({imported} rows, 64 to a transaction) | {:.3} ms each ({:.0} rows/s) | | |", import_ms / imported as f64, imported as f64 / (import_ms / 1e3));
-        if let aegis_store::Database::Sqlite(path) = &temp.database {
+        if let aegis_store::Database::Sqlite(path) = &temp.scratch.database {
             println!("database size: {:.1} MiB", std::fs::metadata(path)?.len() as f64 / 1048576.0);
         }
         Ok(())

@@ -4,7 +4,7 @@ use aegis_guard::{
     Language, ModelRef, ReadingScore, ScoreSource, Status, TemplateVersion, ValidatorResult,
     Verdict, TURN_READING,
 };
-use aegis_store::{Database, Decision, NewReview, NewVerdict, Source, Store, TemplateContent};
+use aegis_store::{Decision, NewReview, NewVerdict, Source, Store, TemplateContent};
 
 pub const KEYS: [&str; 4] = ["spam", "toxic", "harassment", "financial_advice"];
 
@@ -92,7 +92,6 @@ pub fn verdict_scored(scores: [f32; KEYS.len()]) -> Verdict {
 /// (`aegis_scratch_db::POSTGRES_ENV`).
 pub struct TempStore {
     pub scratch: aegis_scratch_db::ScratchDatabase,
-    pub database: Database,
     pub store: Store,
 }
 
@@ -105,13 +104,8 @@ impl TempStore {
 
 pub async fn temp_store() -> TempStore {
     let scratch = aegis_scratch_db::ScratchDatabase::new().await;
-    let database = scratch.database.clone();
-    let store = Store::connect(&database).await.expect("open");
-    TempStore {
-        scratch,
-        database,
-        store,
-    }
+    let store = Store::connect(&scratch.database).await.expect("open");
+    TempStore { scratch, store }
 }
 
 pub async fn record(

@@ -13,7 +13,7 @@ async fn migrating_from_empty_creates_the_schema_and_reopens() {
     let mut conn = sqlx::AnyConnection::connect(&t.url())
         .await
         .expect("connect");
-    let tables_sql = match t.database {
+    let tables_sql = match t.scratch.database {
         Database::Sqlite(_) => "SELECT name FROM sqlite_master WHERE type = 'table'",
         Database::Postgres(_) => {
             "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = 'public'"
@@ -39,7 +39,7 @@ async fn migrating_from_empty_creates_the_schema_and_reopens() {
             "{table} missing from {tables:?}"
         );
     }
-    if let Database::Sqlite(_) = t.database {
+    if let Database::Sqlite(_) = t.scratch.database {
         assert!(tables.iter().any(|n| n == "messages_fts"), "{tables:?}");
         let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
             .fetch_one(&mut conn)
@@ -49,7 +49,7 @@ async fn migrating_from_empty_creates_the_schema_and_reopens() {
     }
     conn.close().await.expect("close");
     t.store.close().await;
-    let again = Store::connect(&t.database)
+    let again = Store::connect(&t.scratch.database)
         .await
         .expect("reopen applies nothing twice");
     assert_eq!(
@@ -356,7 +356,9 @@ async fn concurrent_writers_lose_nothing() {
     let t = temp_store().await;
     // A second store on the same database stands for a second program (the app beside an
     // import).
-    let other = Store::connect(&t.database).await.expect("second handle");
+    let other = Store::connect(&t.scratch.database)
+        .await
+        .expect("second handle");
     tokio::join!(
         async {
             for i in 0..60 {

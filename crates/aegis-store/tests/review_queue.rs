@@ -80,7 +80,7 @@ async fn consoles_claiming_at_once_get_disjoint_batches() {
     let start = Arc::new(tokio::sync::Barrier::new(8));
     let mut claims = Vec::new();
     for reviewer in 0..8 {
-        let store = Store::connect(&t.database).await.expect("console");
+        let store = Store::connect(&t.scratch.database).await.expect("console");
         let start = start.clone();
         claims.push(tokio::spawn(async move {
             start.wait().await;
@@ -400,7 +400,7 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
 
     let mut importers = Vec::new();
     for importer in 0..IMPORTERS {
-        let store = Store::connect(&t.database).await.expect("console");
+        let store = Store::connect(&t.scratch.database).await.expect("console");
         importers.push(tokio::spawn(async move {
             let rows = LOAD_MESSAGES / IMPORTERS;
             let batch = store
@@ -438,7 +438,7 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
     let killed = tokio::task::spawn_blocking(move || kill_a_console_mid_batch(&database));
     let mut reviewers = Vec::new();
     for reviewer in 1..REVIEWERS {
-        let store = Store::connect(&t.database).await.expect("console");
+        let store = Store::connect(&t.scratch.database).await.expect("console");
         let importing_done = importing_done.clone();
         reviewers.push(tokio::spawn(async move {
             let name = format!("reviewer-{reviewer}");
