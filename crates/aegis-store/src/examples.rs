@@ -216,9 +216,9 @@ impl Store {
         let proposed = if example.is_proposal() {
             true
         } else {
-            self.authorize(&mut tx, actor, MemberRole::Reviewer, "add examples")
-                .await?;
-            !self.holds(&mut tx, actor, MemberRole::Author).await?
+            let standing = self.standing(&mut tx, actor).await?;
+            standing.require(actor, MemberRole::Reviewer, "add examples")?;
+            !standing.allows(MemberRole::Author)
         };
         let existing = self
             .twin(&mut tx, &example.validator, &normalized, example.violates)

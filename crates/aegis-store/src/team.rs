@@ -77,6 +77,50 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+/// Who someone is to the team, as a change checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// The history has no members: a console of one, where anyone may do anything.
+    NoTeam,
+    Member(MemberRole),
+    /// The team has members and this name is not one of them.
+    Stranger,
+}
+
+impl Standing {
+    pub(crate) fn allows(self, needed: MemberRole) -> bool {
+        match self {
+            Self::NoTeam => true,
+            Self::Member(role) => role >= needed,
+            Self::Stranger => false,
+        }
+    }
+
+    /// Refuses `actor` unless this standing allows `needed`; `doing` completes "… may not
+    /// {doing}" in the refusal.
+    pub(crate) fn require(self, actor: &str, needed: MemberRole, doing: &str) -> Result<()> {
+        if self.allows(needed) {
+            return Ok(());
+        }
+        let actor = actor.trim();
+        Err(StoreError::Forbidden {
+            actor: if actor.is_empty() {
+                "a console with no name".into()
+            } else {
+                actor.to_string()
+            },
+            held: match self {
+                Self::Member(MemberRole::Reviewer) => "a reviewer".into(),
+                Self::Member(MemberRole::Author) => "an author".into(),
+                Self::Member(MemberRole::Admin) => "an admin".into(),
+                Self::NoTeam | Self::Stranger => "not a member of this team".into(),
+            },
+            doing: doing.to_string(),
+            needed: needed.as_str(),
+        })
+    }
+}
+
 impl Store {
     /// The team's members, admins first.
     pub async fn members(&self) -> Result<Vec<Member>> {
@@ -228,22 +272,30 @@ impl Store {
     /// team, an author's or an admin's. A reviewer's are proposed, for an author to accept.
     pub async fn may_teach(&self, actor: &str) -> Result<bool> {
         let mut tx = self.reader.begin().await.map_err(|e| self.sql(e))?;
-        self.holds(&mut tx, actor, MemberRole::Author).await
+        Ok(self
+            .standing(&mut tx, actor)
+            .await?
+            .allows(MemberRole::Author))
     }
 
-    /// Whether `actor` may do what needs `needed`: the team has no members yet, or they hold
-    /// `needed` or above.
-    pub(crate) async fn holds(
+    /// Who `actor` is to the team, read inside the change's transaction.
+    pub(crate) async fn standing(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         actor: &str,
-        needed: MemberRole,
-    ) -> Result<bool> {
-        match self.authorize(tx, actor, needed, "").await {
-            Ok(()) => Ok(true),
-            Err(StoreError::Forbidden { .. }) => Ok(false),
-            Err(e) => Err(e),
+    ) -> Result<Standing> {
+        if self.member_count(tx).await? == 0 {
+            return Ok(Standing::NoTeam);
         }
+        let role: Option<String> = sqlx::query_scalar("SELECT role FROM members WHERE name = $1")
+            .bind(actor.trim())
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(|e| self.sql(e))?;
+        Ok(match role {
+            Some(role) => Standing::Member(role.parse()?),
+            None => Standing::Stranger,
+        })
     }
 
     /// Refuses `actor` unless the team has no members yet or they hold `needed` or above.
@@ -255,36 +307,9 @@ impl Store {
         needed: MemberRole,
         doing: &str,
     ) -> Result<()> {
-        if self.member_count(tx).await? == 0 {
-            return Ok(());
-        }
-        let actor = actor.trim();
-        let role: Option<String> = sqlx::query_scalar("SELECT role FROM members WHERE name = $1")
-            .bind(actor)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(|e| self.sql(e))?;
-        let held = role.map(|role| role.parse::<MemberRole>()).transpose()?;
-        match held {
-            Some(role) if role >= needed => Ok(()),
-            held => Err(StoreError::Forbidden {
-                actor: if actor.is_empty() {
-                    "a console with no name".into()
-                } else {
-                    actor.to_string()
-                },
-                held: held.map_or_else(
-                    || "not a member of this team".into(),
-                    |role| match role {
-                        MemberRole::Reviewer => "a reviewer".into(),
-                        MemberRole::Author => "an author".into(),
-                        MemberRole::Admin => "an admin".into(),
-                    },
-                ),
-                doing: doing.to_string(),
-                needed: needed.as_str(),
-            }),
-        }
+        self.standing(tx, actor)
+            .await?
+            .require(actor, needed, doing)
     }
 
     /// Appends to the audit log inside the change's own transaction, so the entry and the change
