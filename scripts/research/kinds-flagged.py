@@ -21,6 +21,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HELD = ROOT / "docs/held-back"
 VALIDATORS = ("toxic", "harassment")
+# HateCheck's functionalities (scripts/research/hatecheck-rows.py) pooled into the kinds.
+FUNCTIONAL_KIND = {
+    "counter_quote_nh": "report-quoted", "counter_ref_nh": "report-quoted",
+    "profanity_nh": "untargeted-profanity", "slur_homonym_nh": "other-sense",
+    "ident_neutral_nh": "group-mention", "ident_pos_nh": "group-mention",
+    "negate_neg_nh": "group-mention", "target_obj_nh": "abuse-of-things",
+    "target_indiv_nh": "abuse-of-a-person", "target_group_nh": "abuse-of-a-group",
+    "slur_reclaimed_nh": "reclaimed-slur",
+}
 
 
 def rows(path):
@@ -55,9 +64,13 @@ def main():
     # (origin, kind, lang) -> [rows, toxic, harassment, any]; positives are counted as caught.
     table = collections.defaultdict(lambda: [0, 0, 0, 0, None])
     for path in files:
-        origin = "independent" if path.parent.name == "independent" else "own"
         for row, failed in zip(rows(path), failed_steps(args.aegis, args.prompts, path)):
-            cell = table[(origin, row.get("kind", "?"), row["lang"])]
+            origin = "independent" if path.parent.name == "independent" else "own"
+            kind = row.get("kind", "?")
+            if row.get("source") in ("hatecheck", "seahatecheck"):
+                origin = row["source"]
+                kind = FUNCTIONAL_KIND.get(kind, "hate" if kind.endswith("_h") else kind)
+            cell = table[(origin, kind, row["lang"])]
             cell[0] += 1
             cell[1] += "toxic" in failed
             cell[2] += "harassment" in failed
