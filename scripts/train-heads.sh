@@ -58,8 +58,6 @@ cargo run --release --locked -p aegis-cli -- train \
     --data prompt_guard/heads/authored.jsonl \
     --data prompt_guard/heads/authored-benign.jsonl \
     --data prompt_guard/heads/benign-real.jsonl \
-    --data prompt_guard/heads/hatecheck.jsonl \
-    --data prompt_guard/heads/nusax-id.jsonl \
     --layers "$layers" \
     --tune-thresholds \
     --benign-budget 0.01 \

@@ -29,9 +29,9 @@ SEAHateCheck's Indonesian cases (Social-AI-Studio/SEAHateCheck, `dataset/gold_la
 HateCheck's templates translated and localised; `dataset/silver_label_all/id.csv`: written by an
 LLM from them) are read the same way, with `--sample N` drawing at most N cases of each
 functionality (seed 64). Its repository states no licence, so its rows are only measured on, never
-committed or trained on (docs/guide/src/lab/contempt.md, "Public sources held back whole").
+committed or trained on (docs/guide/src/lab/contempt.md, "Writing by other people").
 
-    scripts/research/hatecheck-rows.py test_suite_cases.csv > prompt_guard/heads/hatecheck.jsonl
+    scripts/research/hatecheck-rows.py test_suite_cases.csv > docs/experiments/other-writers/hatecheck.jsonl
     scripts/research/hatecheck-rows.py --sample 40 id.csv > /tmp/seahatecheck-id.jsonl
 """
 import argparse

@@ -12,7 +12,7 @@ one by one (the ids below, from the two searches in the guide's note): abuse aim
 and the ones a reader could take either way (both unknown). Negative comments about places,
 food, services and policies were kept as civil criticism (all four false).
 
-    scripts/research/nusax-rows.py DIR > prompt_guard/heads/nusax-id.jsonl
+    scripts/research/nusax-rows.py DIR > docs/experiments/other-writers/nusax-id.jsonl
 """
 import csv
 import json
