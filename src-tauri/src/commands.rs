@@ -353,6 +353,14 @@ pub async fn remove_example(console: Console_<'_>, id: i64) -> Answer<bool> {
     Ok(console.remove_example(id).await?)
 }
 
+/// Whether this console's member teaches at once (no team, an author, an admin); a reviewer's
+/// examples are proposals, and accepting, relabelling and removing are an author's (a reviewer
+/// may only withdraw a proposal of their own).
+#[tauri::command]
+pub async fn may_teach(console: Console_<'_>) -> Answer<bool> {
+    Ok(console.may_teach().await?)
+}
+
 #[tauri::command]
 pub async fn accept_example(console: Console_<'_>, id: i64) -> Answer<bool> {
     Ok(console.accept_example(id).await?)

@@ -24,6 +24,12 @@ impl Console {
         Ok(self.store().examples(Some(validator)).await?)
     }
 
+    /// Whether this console's member trains on examples at once (no team, an author or an
+    /// admin), or only proposes them for an author to accept (a reviewer).
+    pub async fn may_teach(&self) -> Result<bool, ConsoleError> {
+        Ok(self.store().may_teach(&self.actor()).await?)
+    }
+
     /// Teaches `validator` one text; returns the example's id (an existing one when merged).
     pub async fn add_example(
         &self,
@@ -64,7 +70,7 @@ impl Console {
         violates: bool,
     ) -> Result<Marked, ConsoleError> {
         let detail = self.verdict(verdict_id).await?;
-        let proposed = !self.store().may_teach(&self.actor()).await?;
+        let proposed = !self.may_teach().await?;
         let example_id = self
             .add_example(
                 validator,

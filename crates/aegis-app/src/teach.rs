@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use aegis_engine::{ChatFormat, Speaker};
-use aegis_guard::{FeatureCache, LabelledMessage, Language, ScoreSource};
+use aegis_guard::{FeatureCache, LabelledMessage, ScoreSource};
 use aegis_heads::Head;
 use aegis_store::{ExampleOrigin, HeadVersion, MemberRole, StoredExample};
 /// A message to label next, as the Teach view's queue shows it.

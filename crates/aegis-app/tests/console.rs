@@ -311,6 +311,10 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
         .set_member(admin.clone(), MemberRole::Admin)
         .await
         .expect("the first admin names themselves");
+    assert!(
+        f.console.may_teach().await.expect("may teach"),
+        "an admin teaches"
+    );
     f.console
         .set_member("budi".into(), MemberRole::Reviewer)
         .await
@@ -334,6 +338,10 @@ async fn a_saved_template_changes_the_next_verdict_and_a_broken_one_is_refused_a
     );
     assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
     // A reviewer's mark is proposed; accepting it is an author's work.
+    assert!(
+        !f.console.may_teach().await.expect("may teach"),
+        "the Teach view offers a reviewer no accept, relabel or remove"
+    );
     let checked = f
         .console
         .check("Klik link ini, hadiah menanti".into())

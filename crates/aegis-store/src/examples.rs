@@ -250,7 +250,14 @@ impl Store {
             .bind(now)
             .bind(now)
             .bind(i64::from(!proposed))
-            .bind(&example.submitted_by)
+            // A member's proposal names them, so the Teach view says whose it is and they may
+            // withdraw it; a client's names what it sent as.
+            .bind(
+                example
+                    .submitted_by
+                    .as_deref()
+                    .or((proposed && !example.is_proposal()).then_some(actor.trim())),
+            )
             .fetch_one(&mut *tx)
             .await
             .map_err(|e| self.sql(e))?;
@@ -448,12 +455,17 @@ impl Store {
         Ok(())
     }
 
-    /// Removes an example (an author's work, in a team); `false` when there was none with that
-    /// id.
+    /// Removes an example (an author's work, in a team, though a reviewer may withdraw a
+    /// proposal of their own that no one else has added since); `false` when there was none
+    /// with that id.
     pub async fn remove_example(&self, actor: &str, id: i64) -> Result<bool> {
         let mut tx = self.writer.begin().await.map_err(|e| self.sql(e))?;
-        self.authorize(&mut tx, actor, MemberRole::Author, "remove examples")
-            .await?;
+        let standing = self.standing(&mut tx, actor).await?;
+        let withdrawn = !standing.allows(MemberRole::Author)
+            && self.own_lone_proposal(&mut tx, actor, id).await?;
+        if !withdrawn {
+            standing.require(actor, MemberRole::Author, "remove examples")?;
+        }
         let removed: Option<(String, String, i64)> = sqlx::query_as(
             "DELETE FROM examples WHERE id = $1 RETURNING validator_key, text, label",
         )
@@ -464,11 +476,36 @@ impl Store {
         if let Some((validator, text, label)) = &removed {
             // The text goes into the log: a removed example cannot be looked up afterwards.
             let detail = serde_json::json!({ "id": id, "text": text, "violates": *label != 0 });
-            self.audit(&mut tx, actor, "example removed", validator, detail)
+            let action = if withdrawn {
+                "example withdrawn"
+            } else {
+                "example removed"
+            };
+            self.audit(&mut tx, actor, action, validator, detail)
                 .await?;
         }
         tx.commit().await.map_err(|e| self.sql(e))?;
         Ok(removed.is_some())
+    }
+
+    /// Whether example `id` is a proposal `actor` made and no one else has added since: theirs
+    /// to withdraw (a reviewer undoing a label), though removing examples is an author's work.
+    async fn own_lone_proposal(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        actor: &str,
+        id: i64,
+    ) -> Result<bool> {
+        let mine: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM examples
+             WHERE id = $1 AND accepted = 0 AND times_added = 1 AND submitted_by = $2",
+        )
+        .bind(id)
+        .bind(actor.trim())
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(|e| self.sql(e))?;
+        Ok(mine.is_some())
     }
 }
 

@@ -393,6 +393,26 @@ async fn a_reviewers_examples_are_proposed_and_an_author_decides_what_is_trained
     assert!(!trained(s, marked).await, "a refusal changes nothing");
     assert_eq!(s.examples(Some("toxic")).await.expect("all").len(), 3);
 
+    // A reviewer may withdraw a proposal of their own (undoing a label), and nobody else's.
+    let undone = s
+        .add_example("budi", &example("kamu goblok", ExampleOrigin::Mark))
+        .await
+        .expect("a second mark")
+        .id();
+    let examples = s.examples(Some("toxic")).await.expect("all");
+    let proposal = examples.iter().find(|e| e.id == undone).expect("kept");
+    assert_eq!(
+        proposal.submitted_by.as_deref(),
+        Some("budi"),
+        "it names its reviewer"
+    );
+    forbidden(
+        s.remove_example("budi", sent).await.map(|_| ()),
+        "budi is a reviewer and may not remove examples",
+    );
+    assert!(s.remove_example("budi", undone).await.expect("withdrawn"));
+    assert_eq!(s.examples(Some("toxic")).await.expect("all").len(), 3);
+
     assert!(s.accept_example("sari", marked).await.expect("accept"));
     assert!(trained(s, marked).await);
     s.relabel_example("sari", sent, false)
@@ -405,6 +425,8 @@ async fn a_reviewers_examples_are_proposed_and_an_author_decides_what_is_trained
         [
             entry("budi", "example proposed", "toxic"),
             entry("sari", "example added", "toxic"),
+            entry("budi", "example proposed", "toxic"),
+            entry("budi", "example withdrawn", "toxic"),
             entry("sari", "example accepted", "toxic"),
             entry("sari", "example relabelled", "toxic"),
             entry("sari", "example removed", "toxic"),

@@ -79,6 +79,7 @@ export type Commands = {
   mark_verdict: { args: { verdictId: number; validator: string; violates: boolean }; result: Marked };
   relabel_example: { args: { id: number; violates: boolean }; result: number };
   remove_example: { args: { id: number }; result: boolean };
+  may_teach: { args: Record<string, never>; result: boolean };
   accept_example: { args: { id: number }; result: boolean };
   create_validator: { args: { validator: NewValidator }; result: string };
   train_head: { args: { trainId: string; validator: string }; result: TrainReport };
@@ -151,6 +152,8 @@ export function commands(call: Call) {
     markVerdict: (verdictId: number, validator: string, violates: boolean) => call("mark_verdict", { verdictId, validator, violates }),
     relabelExample: (id: number, violates: boolean) => call("relabel_example", { id, violates }),
     removeExample: (id: number) => call("remove_example", { id }),
+    /** Whether this console's member teaches at once (no team, an author, an admin); a reviewer's examples are proposals, and accepting, relabelling and removing are an author's (a reviewer may only withdraw a proposal of their own). */
+    mayTeach: () => call("may_teach", {}),
     acceptExample: (id: number) => call("accept_example", { id }),
     createValidator: (validator: NewValidator) => call("create_validator", { validator }),
     /** Trains a validator's head without applying it; progress arrives as `train` events, and `cancel_run(train_id)` stops it. */
