@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes HateCheck's 3,728 validated test cases (Röttger et al. 2021, CC BY 4.0,
+"""Writes HateCheck's validated test cases (3,647 of its 3,728: reclaimed slurs are left out) (Röttger et al. 2021, CC BY 4.0,
 github.com/paul-rottger/hatecheck-data, `test_suite_cases.csv`) in the evaluation schema, with the
 labels this project's validators decide (issue 64, item 2: writing by other people for the hard
 kinds, English).
@@ -22,8 +22,8 @@ person or group, and harassment abuse aimed at the reader or a named person, so 
 Spam and financial advice are unknown throughout: HateCheck does not say, and a row with every
 label false is read as ordinary traffic, whose share flagged sets each threshold (the benign
 budget); these are near misses written to be hard, which the heads learn from as negatives but
-which must not move the line ordinary messages are held to. Each row keeps HateCheck's functionality as its
-`kind` and its case id in `id` (`hatecheck:<case_id>`).
+which must not move the line ordinary messages are held to. Each row keeps HateCheck's
+functionality as its `kind` and its case id in `id` (`hatecheck:<case_id>`).
 
 SEAHateCheck's Indonesian cases (Social-AI-Studio/SEAHateCheck, `dataset/gold_label_all/id.csv`:
 HateCheck's templates translated and localised; `dataset/silver_label_all/id.csv`: written by an
@@ -48,8 +48,7 @@ ALL_FALSE = {"counter_quote_nh", "counter_ref_nh", "profanity_nh", "ident_neutra
 
 def labels(functionality, direction):
     if functionality.endswith("_h"):
-        directed = direction == "directed"
-        return True, (True if directed else None)
+        return True, (True if direction == "directed" else None)
     if functionality == "target_indiv_nh":
         return True, True
     if functionality == "target_group_nh":
@@ -71,7 +70,7 @@ def cases(path):
                  "hatecheck") for c in table]
     tier = "gold" if "c_testcase" in columns else "silver"
     text, direction = ("c_testcase", "t_direction") if tier == "gold" else ("c_perturb", None)
-    lang = {"id": "id"}.get(Path(path).stem, Path(path).stem)
+    lang = Path(path).stem  # SEAHateCheck names each file by its language: id.csv
     return [(f"{tier}:{n}", c[text], c["t_function"], c[direction] if direction else "", lang,
              "seahatecheck") for n, c in enumerate(table, 1)]
 

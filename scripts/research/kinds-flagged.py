@@ -28,7 +28,6 @@ FUNCTIONAL_KIND = {
     "ident_neutral_nh": "group-mention", "ident_pos_nh": "group-mention",
     "negate_neg_nh": "group-mention", "target_obj_nh": "abuse-of-things",
     "target_indiv_nh": "abuse-of-a-person", "target_group_nh": "abuse-of-a-group",
-    "slur_reclaimed_nh": "reclaimed-slur",
 }
 
 

@@ -7,7 +7,8 @@ abuse).
 
 NusaX labels sentiment, not abuse, so the toxic and harassment labels here are this project's.
 Every row is read as all four false except the negative comments about people, which were read
-one by one (the ids below, from the two searches in the guide's note): abuse aimed at a person
+one by one (the ids below; found by searching the negative rows for insult words and for words
+that name people, officials or "you", then reading every hit): abuse aimed at a person
 (toxic and harassment true), abuse of a group or an unnamed crowd (toxic true, harassment unknown)
 and the ones a reader could take either way (both unknown). Negative comments about places,
 food, services and policies were kept as civil criticism (all four false).
