@@ -15,12 +15,14 @@ share of prompt_guard/heads/benign-real-holdout.jsonl the validator flags.
 
     cargo build --release -p aegis-cli
     scripts/research/teach-curve.py [--aegis target/release/aegis] [--conditions positives,random,active]
-        [--policy gambling|medical] [--held-apart FILE]
+        [--policy gambling|medical|drugs] [--held-apart FILE]
 
 Gambling: held-apart.jsonl was read by session 23's conditions and one rejected variant;
 held-apart-2.jsonl was written before any later candidate was tried, and is its default.
 Medical (issue 66): held-apart.jsonl was written by a writer who never saw positives.jsonl or
 pool.jsonl, before any candidate ran (docs/examples/medical/HELD-APART.md).
+Drugs (issue 66): the same, written 2026-11-30 and committed before its first run
+(docs/examples/drugs/HELD-APART.md).
 """
 import argparse
 import collections
@@ -38,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICIES = {
     "gambling": ("gambling_promotion", ROOT / "docs/examples/gambling", "held-apart-2.jsonl"),
     "medical": ("medical_misinformation", ROOT / "docs/examples/medical", "held-apart.jsonl"),
+    "drugs": ("illegal_drug_sales", ROOT / "docs/examples/drugs", "held-apart.jsonl"),
 }
 KEY, EXAMPLES, _ = POLICIES["gambling"]
 HELD_APART = None
