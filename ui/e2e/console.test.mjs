@@ -566,3 +566,27 @@ test("a team starts with its first admin, names a reviewer, and the audit log sa
   await d.waitFor('[data-testid="audit-log"] tr[data-action="member set"]');
   await shot("12-team");
 });
+
+test("a reviewer's example is a proposal, which they may withdraw before an author accepts it", async () => {
+  // The previous test named budi a reviewer; this console now acts as budi.
+  await go("settings");
+  const name = await d.waitFor('[data-testid="reviewer-name"]');
+  await d.clear(name);
+  await d.type(name, "budi");
+  await d.click(await d.find('[data-testid="settings-save"]'));
+  await go("teach");
+  await d.click(await d.waitFor('[data-testid="teach-toxic"]'));
+  await d.waitFor('[data-testid="examples-proposed-note"]');
+  await d.type(await d.find('[data-testid="example-input"]'), "budi thinks this one is rude, you clown");
+  await d.click(await d.find('[data-testid="example-fail"]'));
+  await d.click(await d.waitFor('[data-testid="example-withdraw"]'));
+  await d.waitFor('[data-testid="examples"]', {
+    accept: async () =>
+      (await d.execute(
+        "return [...document.querySelectorAll('[data-testid=example-row]')].some((r) => r.textContent.includes('you clown'))",
+      )) === false,
+  });
+  await go("settings");
+  await d.waitFor('[data-testid="audit-log"] tr[data-action="example withdrawn"]');
+  await shot("13-withdrawn");
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DecisionQueue } from "./queue";
-import { curvePlaces, positivesOf, queueActionFor, taughtIn, versionFigures, type QueueRecord } from "./teach";
+import { curvePlaces, mayWithdraw, positivesOf, queueActionFor, taughtIn, versionFigures, type QueueRecord } from "./teach";
 
 describe("teach helpers", () => {
   it("keeps each pasted example once, without blank lines", () => {
@@ -9,6 +9,18 @@ describe("teach helpers", () => {
   it("reads a version's figures and survives a broken record", () => {
     expect(versionFigures('{"cv": {"roc_auc": 0.91}, "threshold": 0.2}')).toEqual({ auc: 0.91, threshold: 0.2 });
     expect(versionFigures("not json")).toEqual({ auc: null, threshold: null });
+  });
+
+  it("lets a reviewer withdraw only a lone proposal of their own", () => {
+    const proposal = {
+      id: 1, validator: "toxic", text: "t", violates: true, language: "en", origin: "manual" as const,
+      verdict_id: null, times_added: 1, contradicted: false, pending: true, submitted_by: "budi", updated_at: 0,
+    };
+    expect(mayWithdraw(proposal, " budi ")).toBe(true);
+    expect(mayWithdraw(proposal, "sari")).toBe(false);
+    expect(mayWithdraw({ ...proposal, pending: false }, "budi")).toBe(false);
+    expect(mayWithdraw({ ...proposal, times_added: 2 }, "budi")).toBe(false);
+    expect(mayWithdraw({ ...proposal, submitted_by: null }, "")).toBe(false);
   });
 
   it("maps the queue's keys and leaves the others alone", () => {

@@ -1,6 +1,7 @@
 // Pure helpers of the Teach view.
 
 import type { LinePoint } from "../bindings/LinePoint";
+import type { StoredExample } from "../bindings/StoredExample";
 
 /** Positive examples a new validator needs (the console refuses fewer). */
 export const MIN_NEW_POSITIVES = 20;
@@ -78,4 +79,12 @@ export function curvePlaces<P extends LinePoint>(curve: P[], line: number | null
     });
   }
   return curve.filter((_, i) => i % step === 0 || i === nearest);
+}
+
+/** Whether a reviewer who may not teach can still withdraw `example`: a proposal of their own
+ * (`actingAs`, the name the console acts as) that no one has accepted or added again, as the
+ * store allows (`Store::remove_example`). */
+export function mayWithdraw(example: StoredExample, actingAs: string): boolean {
+  const me = actingAs.trim();
+  return example.pending && example.times_added === 1 && me !== "" && example.submitted_by === me;
 }
