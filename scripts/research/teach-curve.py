@@ -70,12 +70,15 @@ class Run:
         self.stderr = result.stderr
         return result.stdout
 
-    def label(self, items):
+    def label(self, items, suggested=False):
+        """Teaches `items` as the author labels them; `suggested` ones as labels on messages the
+        queue chose (`--suggested`), as the Teach view's labelling queue records them."""
         path = self.work / f"labels-{self.labels}.jsonl"
         with open(path, "w", encoding="utf-8") as f:
             for row in items:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self.call("examples", "import", str(path), "--validator", KEY)
+        self.call("examples", "import", str(path), "--validator", KEY,
+                  *(["--suggested"] if suggested else []))
         self.labels += len(items)
 
     def train(self):
@@ -183,7 +186,7 @@ def main():
                         f"{lang} {'fail' if fails else 'pass'} {n}" for (lang, fails), n in sorted(
                             collections.Counter((r["lang"], r["labels"][KEY]) for r in chosen).items())),
                           flush=True)
-                    run.label(chosen)
+                    run.label(chosen, suggested=True)
                     run.train()
                     run.measure(condition)
             else:

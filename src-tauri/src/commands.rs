@@ -331,6 +331,20 @@ pub async fn add_example(
         .await?)
 }
 
+/// A label on a message the labelling queue suggested: an example like any other, except that
+/// the default line is drawn on the author's other examples (suggestions are chosen hard).
+#[tauri::command]
+pub async fn label_suggestion(
+    console: Console_<'_>,
+    validator: String,
+    text: String,
+    violates: bool,
+) -> Answer<i64> {
+    Ok(console
+        .add_example(&validator, &text, violates, ExampleOrigin::Suggestion, None)
+        .await?)
+}
+
 #[tauri::command]
 pub async fn mark_verdict(
     console: Console_<'_>,

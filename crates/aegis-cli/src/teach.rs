@@ -32,6 +32,10 @@ pub enum ExamplesCommand {
         /// The text's language (`id`, `en`; detected when left out).
         #[arg(long)]
         lang: Option<String>,
+        /// The text is a message `aegis examples suggest` chose: the default line is drawn on
+        /// the author's other examples, since suggestions are chosen hard.
+        #[arg(long)]
+        suggested: bool,
     },
     /// List examples, with their ids, labels, contradictions and proposals awaiting review.
     List {
@@ -53,10 +57,14 @@ pub enum ExamplesCommand {
         /// Only this validator's labels.
         #[arg(long)]
         validator: Option<String>,
+        /// The file's messages are ones `aegis examples suggest` chose: the default line is
+        /// drawn on the author's other examples, since suggestions are chosen hard.
+        #[arg(long)]
+        suggested: bool,
     },
     /// The messages to label next for a validator (active learning): those its current head is
     /// least sure of and the highest-scoring ones no label has confirmed, alternating. Label
-    /// them with `aegis examples add`, then train again.
+    /// them with `aegis examples add --suggested` (or `import --suggested`), then train again.
     Suggest {
         validator: String,
         /// Candidates: a file of messages (CSV, JSONL, text; repeatable). Default: the messages
@@ -159,6 +167,7 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                 fail,
                 pass: _,
                 lang,
+                suggested,
             } => {
                 let language = lang.unwrap_or_else(|| Language::detect(&text).code().to_string());
                 let trained_at_once = store.may_teach(&actor).await?;
@@ -170,7 +179,7 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                             text,
                             violates: fail,
                             language,
-                            origin: ExampleOrigin::Manual,
+                            origin: origin(suggested, ExampleOrigin::Manual),
                             verdict_id: None,
                             submitted_by: None,
                         },
@@ -227,9 +236,19 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
                     );
                 }
             }
-            ExamplesCommand::Import { file, validator } => {
-                let (new, merged) =
-                    import_file(&store, &actor, &file, validator.as_deref()).await?;
+            ExamplesCommand::Import {
+                file,
+                validator,
+                suggested,
+            } => {
+                let (new, merged) = import_file(
+                    &store,
+                    &actor,
+                    &file,
+                    validator.as_deref(),
+                    origin(suggested, ExampleOrigin::Import),
+                )
+                .await?;
                 println!("{new} new examples, {merged} merged into ones already there");
             }
             ExamplesCommand::Remove { ids } => {
@@ -256,11 +275,21 @@ pub fn run_examples(args: ExamplesArgs) -> Result<ExitStatus> {
     })
 }
 
+/// Where an example came from: a suggestion when the author says so, else `otherwise`.
+fn origin(suggested: bool, otherwise: ExampleOrigin) -> ExampleOrigin {
+    if suggested {
+        ExampleOrigin::Suggestion
+    } else {
+        otherwise
+    }
+}
+
 async fn import_file(
     store: &Store,
     actor: &str,
     file: &Path,
     only: Option<&str>,
+    origin: ExampleOrigin,
 ) -> Result<(usize, usize)> {
     // Every row is checked before any is added: a bad file adds nothing. Read as `aegis eval`
     // and `aegis train` read labelled files, JSONL or CSV.
@@ -277,7 +306,7 @@ async fn import_file(
                 text: message.text.clone(),
                 violates: *violates,
                 language: message.language(),
-                origin: ExampleOrigin::Import,
+                origin,
                 verdict_id: None,
                 submitted_by: None,
             });
@@ -497,7 +526,7 @@ fn suggest(
             };
             println!("{:.3}  {why:<6}  {}", s.score, s.text.replace('\n', " "));
         }
-        eprintln!("label them: aegis examples add {key} TEXT --fail (or --pass); then train again");
+        eprintln!("label them: aegis examples add {key} TEXT --suggested --fail (or --pass); then train again");
     }
     Ok(ExitStatus::Passed)
 }

@@ -31,6 +31,10 @@ pub enum ExampleOrigin {
     Feedback,
     /// Typed in the Teach view or given to `aegis examples add`.
     Manual,
+    /// A label on a message the labelling queue suggested (the Teach view's queue, `aegis
+    /// examples add|import --suggested`). Suggestions are chosen where the head is unsure or
+    /// wrong, so the default line is measured on the author's other examples.
+    Suggestion,
 }
 
 impl ExampleOrigin {
@@ -41,6 +45,7 @@ impl ExampleOrigin {
             Self::Import => "import",
             Self::Feedback => "feedback",
             Self::Manual => "manual",
+            Self::Suggestion => "suggestion",
         }
     }
 }
@@ -54,9 +59,10 @@ impl std::str::FromStr for ExampleOrigin {
             "import" => Self::Import,
             "feedback" => Self::Feedback,
             "manual" => Self::Manual,
+            "suggestion" => Self::Suggestion,
             other => {
                 return Err(StoreError::Invalid(format!(
-                    "unknown example origin {other:?}: use review, mark, import, feedback or manual"
+                    "unknown example origin {other:?}: use review, mark, import, feedback, manual or suggestion"
                 )))
             }
         })

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use aegis_guard::{LabelledMessage, TAUGHT_ID_PREFIX};
-use aegis_store::StoredExample;
+use aegis_store::{ExampleOrigin, StoredExample};
 
 use crate::error::Result;
 
@@ -59,9 +59,23 @@ pub fn read_messages(
     Ok(messages)
 }
 
-/// Taught examples as labelled rows: each labels its own validator only. Its origin and language
-/// are its group in validation by source, so a head taught in two languages is measured on each
-/// language's examples with the other's alone to learn from.
+/// The source of a taught row, with its language (`taught-en`): its group in validation by
+/// source. One author wrote them all, so each language is one style, whatever way an example
+/// arrived: a head taught in two languages is measured on each with only the other to learn
+/// from, and a label on a suggested message is held out with the examples it was suggested
+/// beside (grouped by origin too, the suggestions' fold never saw a near miss, and out-of-fold
+/// scores said little).
+const TAUGHT_SOURCE_PREFIX: &str = "taught-";
+
+/// Whether a taught row is a label on a message the labelling queue suggested (its origin is
+/// `suggestion`): chosen where the head was unsure or wrong, it says less about where the author
+/// means the line to be than the examples the author chose.
+pub(crate) fn was_suggested(message: &LabelledMessage) -> bool {
+    message.is_taught() && message.kind.as_deref() == Some(ExampleOrigin::Suggestion.as_str())
+}
+
+/// Taught examples as labelled rows: each labels its own validator only, is grouped by its
+/// language in validation by source, and keeps its origin as its kind.
 pub fn taught_rows(examples: Vec<StoredExample>) -> Vec<LabelledMessage> {
     examples
         .into_iter()
@@ -70,10 +84,10 @@ pub fn taught_rows(examples: Vec<StoredExample>) -> Vec<LabelledMessage> {
         .map(|e| LabelledMessage {
             id: Some(format!("{TAUGHT_ID_PREFIX}{}", e.id)),
             text: e.text,
-            source: Some(format!("taught-{}-{}", e.origin.as_str(), e.language)),
+            source: Some(format!("{TAUGHT_SOURCE_PREFIX}{}", e.language)),
             lang: Some(e.language),
             labels: [(e.validator, Some(e.violates))].into(),
-            kind: None,
+            kind: Some(e.origin.as_str().to_string()),
         })
         .collect()
 }

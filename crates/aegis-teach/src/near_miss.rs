@@ -30,8 +30,9 @@ pub const MIN_NEAR_MISSES: usize = 5;
 /// `key`, in that order.
 ///
 /// With enough taught violating examples, the line is the highest at which
-/// [`crate::AUTHOR_RECALL_FLOOR`] of them still fail out of fold
-/// ([`crate::trade_off::recall_ceiling`]), as issue 66 asked of the default. The middle of the
+/// [`crate::AUTHOR_RECALL_FLOOR`] of them still fail out of fold (of those the author chose,
+/// not labels on suggested messages: [`crate::trade_off::recall_ceiling`]), as issue 66 asked
+/// of the default. The middle of the
 /// gap between the two sides, which it replaced, sat where the author's own phrasing left room:
 /// each round of labels pushed the near misses further down, the line fell with them, and near
 /// misses written by someone else scored above it (the guide's lab note `lab/teaching.md`).

@@ -16,3 +16,11 @@ pub(crate) fn row(text: &str, violates: bool, taught: bool) -> LabelledMessage {
         kind: None,
     }
 }
+
+/// A taught row of `promo` that labels a message the labelling queue suggested.
+pub(crate) fn suggested_row(text: &str, violates: bool) -> LabelledMessage {
+    LabelledMessage {
+        kind: Some("suggestion".into()),
+        ..row(text, violates, true)
+    }
+}

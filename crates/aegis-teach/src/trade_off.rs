@@ -9,7 +9,8 @@ use serde::Serialize;
 
 /// The share of the author's violating examples the default line keeps failing (out of fold): a
 /// line drawn further up, into the gap the author's own phrasing leaves, lets the next violation
-/// written differently pass.
+/// written differently pass. Measured on the examples the author chose, not on labels given to
+/// suggested messages (see [`recall_ceiling`]).
 pub const AUTHOR_RECALL_FLOOR: f64 = 0.9;
 
 /// One place the line could go.
@@ -29,6 +30,8 @@ pub struct LinePoint {
 /// The author's side of the rows labelled for `key`, with their out-of-fold scores.
 struct AuthorScores {
     violating: Vec<f64>,
+    /// The violating examples the author chose (not labels on suggested messages).
+    chosen_violating: Vec<f64>,
     near_misses: Vec<f64>,
     benign: Vec<f64>,
 }
@@ -39,6 +42,7 @@ impl AuthorScores {
     fn of(key: &str, messages: &[LabelledMessage], out_of_fold: &[f64], benign: &[bool]) -> Self {
         let mut scores = Self {
             violating: Vec::new(),
+            chosen_violating: Vec::new(),
             near_misses: Vec::new(),
             benign: Vec::new(),
         };
@@ -53,6 +57,9 @@ impl AuthorScores {
             if message.is_taught() {
                 if violates {
                     scores.violating.push(score);
+                    if !crate::data::was_suggested(message) {
+                        scores.chosen_violating.push(score);
+                    }
                 } else {
                     scores.near_misses.push(score);
                 }
@@ -111,14 +118,27 @@ fn point_at(scores: &AuthorScores, threshold: f64) -> LinePoint {
 
 /// The highest threshold at which at least [`AUTHOR_RECALL_FLOOR`] of the author's violating
 /// examples still fail, out of fold; `None` with fewer than `min_examples` of them.
+///
+/// The examples are the ones the author chose, when there are `min_examples` of them: labels on
+/// suggested messages are left out. Suggestions are chosen where the head is unsure or lets a
+/// violation pass, so they score low out of fold, and nine in ten of them held the line so low
+/// that hard negatives written by someone else failed by the dozen while their violations scored
+/// far above it (docs/guide/src/lab/teaching.md, sessions 44 and 49). They still train the head
+/// and still count on the curve.
 pub fn recall_ceiling(
     key: &str,
     messages: &[LabelledMessage],
     out_of_fold: &[f64],
     min_examples: usize,
 ) -> Option<f64> {
-    let mut violating = AuthorScores::of(key, messages, out_of_fold, &[]).violating;
-    if violating.len() < min_examples.max(1) {
+    let min_examples = min_examples.max(1);
+    let scores = AuthorScores::of(key, messages, out_of_fold, &[]);
+    let mut violating = if scores.chosen_violating.len() >= min_examples {
+        scores.chosen_violating
+    } else {
+        scores.violating
+    };
+    if violating.len() < min_examples {
         return None;
     }
     violating.sort_by(f64::total_cmp);
@@ -165,6 +185,24 @@ mod tests {
         );
         // Recall never rises as the line does.
         assert!(curve.windows(2).all(|w| w[0].recall >= w[1].recall));
+    }
+
+    #[test]
+    fn the_recall_ceiling_is_drawn_on_the_examples_the_author_chose() {
+        // Ten chosen violating examples (0.50 .. 0.95) and five suggested ones scoring low.
+        let mut messages: Vec<_> = (0..10).map(|i| row(&format!("v{i}"), true, true)).collect();
+        let mut scores: Vec<f64> = (0..10).map(|i| 0.5 + 0.05 * f64::from(i)).collect();
+        for i in 0..5 {
+            messages.push(crate::test_rows::suggested_row(&format!("s{i}"), true));
+            scores.push(0.02);
+        }
+        // Nine in ten of the chosen still fail at 0.55; counting the suggested, it would be 0.02.
+        assert_eq!(recall_ceiling("promo", &messages, &scores, 5), Some(0.55));
+        // Fewer than five chosen: all of them count.
+        assert_eq!(
+            recall_ceiling("promo", &messages[6..], &scores[6..], 5),
+            Some(0.02)
+        );
     }
 
     #[test]

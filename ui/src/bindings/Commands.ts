@@ -76,6 +76,7 @@ export type Commands = {
   teach_validators: { args: Record<string, never>; result: TeachValidator[] };
   examples: { args: { validator: string }; result: StoredExample[] };
   add_example: { args: { validator: string; text: string; violates: boolean }; result: number };
+  label_suggestion: { args: { validator: string; text: string; violates: boolean }; result: number };
   mark_verdict: { args: { verdictId: number; validator: string; violates: boolean }; result: Marked };
   relabel_example: { args: { id: number; violates: boolean }; result: number };
   remove_example: { args: { id: number }; result: boolean };
@@ -149,6 +150,8 @@ export function commands(call: Call) {
     teachValidators: () => call("teach_validators", {}),
     examples: (validator: string) => call("examples", { validator }),
     addExample: (validator: string, text: string, violates: boolean) => call("add_example", { validator, text, violates }),
+    /** A label on a message the labelling queue suggested: an example like any other, except that the default line is drawn on the author's other examples (suggestions are chosen hard). */
+    labelSuggestion: (validator: string, text: string, violates: boolean) => call("label_suggestion", { validator, text, violates }),
     markVerdict: (verdictId: number, validator: string, violates: boolean) => call("mark_verdict", { verdictId, validator, violates }),
     relabelExample: (id: number, violates: boolean) => call("relabel_example", { id, violates }),
     removeExample: (id: number) => call("remove_example", { id }),

@@ -3,4 +3,4 @@
 /**
  * Where an example came from.
  */
-export type ExampleOrigin = "review" | "mark" | "import" | "feedback" | "manual";
+export type ExampleOrigin = "review" | "mark" | "import" | "feedback" | "manual" | "suggestion";
