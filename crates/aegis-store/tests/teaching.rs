@@ -205,3 +205,86 @@ async fn feedback_is_pending_until_a_reviewer_accepts_it_and_its_count_is_capped
     assert!(s.accept_example("ana", first.id()).await.expect("accept"));
     assert!(!s.accept_example("ana", 999_999).await.expect("none"));
 }
+
+#[tokio::test]
+async fn examples_kept_before_suggestions_had_an_origin_survive_migration_0014() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("history.db");
+    let mut older =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+            .await
+            .expect("create");
+    let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/sqlite"
+    )))
+    .await
+    .expect("migrations");
+    migrator.migrations = migrator
+        .migrations
+        .iter()
+        .filter(|m| m.version <= 13)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    migrator
+        .run(&mut older)
+        .await
+        .expect("the schema before 0014");
+    // A reviewer's typed example and a client's pending proposal, as 0013 kept them.
+    sqlx::raw_sql(
+        "INSERT INTO examples (id, validator_key, text, normalized, label, language, origin,
+                               times_added, created_at, updated_at, accepted, submitted_by)
+         VALUES (7, 'spam', 'Beli sekarang', 'Beli sekarang', 1, 'id', 'manual', 2, 0, 0, 1, NULL),
+                (9, 'spam', 'halo kak', 'halo kak', 0, 'id', 'feedback', 1, 0, 0, 0, '10.0.0.2');",
+    )
+    .execute(&mut older)
+    .await
+    .expect("older rows");
+    older.close().await.expect("close");
+
+    let store = aegis_store::Store::open(&path).await.expect("migrated");
+    let kept = store.examples(Some("spam")).await.expect("listed");
+    let summary: Vec<_> = kept
+        .iter()
+        .map(|e| {
+            (
+                e.id,
+                e.origin,
+                e.times_added,
+                e.pending,
+                e.submitted_by.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (7, ExampleOrigin::Manual, 2, false, None),
+            (
+                9,
+                ExampleOrigin::Feedback,
+                1,
+                true,
+                Some("10.0.0.2".to_string())
+            ),
+        ]
+    );
+    // The wider CHECK takes a label on a suggested message; ids go on from the kept ones.
+    let added = store
+        .add_example(
+            "ana",
+            &NewExample {
+                origin: ExampleOrigin::Suggestion,
+                ..example("spam", "promo gacor hari ini", true)
+            },
+        )
+        .await
+        .expect("a suggestion's label");
+    assert!(added.id() > 9);
+    let suggested = store.examples(Some("spam")).await.expect("listed");
+    assert!(suggested
+        .iter()
+        .any(|e| e.id == added.id() && e.origin == ExampleOrigin::Suggestion));
+}
