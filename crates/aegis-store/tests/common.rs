@@ -140,3 +140,31 @@ pub fn agree(verdict_id: i64, reviewer: &str) -> NewReview {
         note: String::new(),
     }
 }
+
+/// A SQLite history file at `path` with the schema as migrations up to `version` left it, for
+/// tests that older rows survive the migrations after it.
+pub async fn sqlite_at_version(path: &std::path::Path, version: i64) -> sqlx::SqliteConnection {
+    use sqlx::Connection;
+    let mut older =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+            .await
+            .expect("create");
+    let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/sqlite"
+    )))
+    .await
+    .expect("migrations");
+    migrator.migrations = migrator
+        .migrations
+        .iter()
+        .filter(|m| m.version <= version)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    migrator
+        .run(&mut older)
+        .await
+        .unwrap_or_else(|e| panic!("the schema up to {version}: {e}"));
+    older
+}

@@ -78,27 +78,7 @@ async fn rows_kept_before_readings_were_data_keep_the_readings_they_had() {
     use sqlx::Connection;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("history.db");
-    let mut older =
-        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
-            .await
-            .expect("create");
-    let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../migrations/sqlite"
-    )))
-    .await
-    .expect("migrations");
-    migrator.migrations = migrator
-        .migrations
-        .iter()
-        .filter(|m| m.version <= 10)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    migrator
-        .run(&mut older)
-        .await
-        .expect("the schema before 0011");
+    let mut older = crate::common::sqlite_at_version(&path, 10).await;
     // A quote read as mentioned (toxic), a threat caught in context (harassment), and a turn read
     // alone (spam), as the columns of migrations 0007 and 0008 kept them.
     sqlx::raw_sql(

@@ -211,27 +211,7 @@ async fn examples_kept_before_suggestions_had_an_origin_survive_migration_0014()
     use sqlx::Connection;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("history.db");
-    let mut older =
-        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
-            .await
-            .expect("create");
-    let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../migrations/sqlite"
-    )))
-    .await
-    .expect("migrations");
-    migrator.migrations = migrator
-        .migrations
-        .iter()
-        .filter(|m| m.version <= 13)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    migrator
-        .run(&mut older)
-        .await
-        .expect("the schema before 0014");
+    let mut older = crate::common::sqlite_at_version(&path, 13).await;
     // A reviewer's typed example and a client's pending proposal, as 0013 kept them.
     sqlx::raw_sql(
         "INSERT INTO examples (id, validator_key, text, normalized, label, language, origin,
