@@ -8,7 +8,8 @@ both.
     cargo build -p aegis-cli
     scripts/research/kinds-flagged.py [--aegis target/debug/aegis] [--prompts prompt_guard] [FILE ...]
 
-Default files: docs/held-back/independent/*.jsonl (independent) and, as the team's own,
+Default files: docs/held-back/independent/*.jsonl (independent; pass independent-2/*.jsonl, which
+no candidate has read before session 49's baseline, to judge the next one) and, as the team's own,
 docs/held-back/{kinds,exclamation,contempt}-holdout*.jsonl.
 """
 import argparse
@@ -64,7 +65,8 @@ def main():
     table = collections.defaultdict(lambda: [0, 0, 0, 0, None])
     for path in files:
         for row, failed in zip(rows(path), failed_steps(args.aegis, args.prompts, path)):
-            origin = "independent" if path.parent.name == "independent" else "own"
+            # independent/, independent-2/, ...: each folder is its own writer.
+            origin = path.parent.name if path.parent.name.startswith("independent") else "own"
             kind = row.get("kind", "?")
             if row.get("source") in ("hatecheck", "seahatecheck"):
                 origin = row["source"]
