@@ -113,8 +113,20 @@ fn examples_merge_show_contradictions_import_and_refuse_bad_input() {
     let out = examples(db, &["add", "spam", "   ", "--fail"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("needs some text"), "{}", stderr(&out));
+    // A label on a message `aegis examples suggest` chose keeps that origin: the default line is
+    // drawn on the author's other examples.
+    let suggested_text = "Promo cuma hari ini, klik link di bio";
+    add(&["spam", suggested_text, "--fail", "--suggested"]);
+    let spam = json(&examples(db, &["list", "spam", "--json"]));
+    assert!(
+        spam.as_array()
+            .expect("list")
+            .iter()
+            .any(|e| e["text"] == suggested_text && e["origin"] == "suggestion"),
+        "{spam:?}"
+    );
     let total = json(&examples(db, &["list", "--json"]));
-    assert_eq!(total.as_array().map(Vec::len), Some(14));
+    assert_eq!(total.as_array().map(Vec::len), Some(15));
 
     let first = listed[0]["id"].to_string();
     assert!(examples(db, &["remove", &first]).status.success());
