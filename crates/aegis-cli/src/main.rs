@@ -14,6 +14,8 @@ mod options;
 mod serve;
 mod teach;
 mod team;
+#[cfg(feature = "lab")]
+mod token_states;
 mod train;
 mod train_data;
 mod train_reading;
@@ -53,6 +55,10 @@ enum Command {
     /// built with the `lab` feature.
     #[cfg(feature = "lab")]
     Adapt(Box<adapt::AdaptArgs>),
+    /// Write messages' token states after the encoder's last layer, for research on a learned
+    /// pooling. Research: built with the `lab` feature.
+    #[cfg(feature = "lab")]
+    TokenStates(Box<token_states::TokenStatesArgs>),
     /// Labelled examples that teach a validator: add, list, import, remove.
     Examples(Box<teach::ExamplesArgs>),
     /// Versions of the heads applied to validators: list, revert.
@@ -86,6 +92,8 @@ fn main() -> std::process::ExitCode {
         Command::Train(args) => train::run(*args),
         #[cfg(feature = "lab")]
         Command::Adapt(args) => adapt::run(*args),
+        #[cfg(feature = "lab")]
+        Command::TokenStates(args) => token_states::run(*args),
         Command::Eval(args) => eval::run(*args),
         Command::Serve(args) => serve::run(*args),
         Command::Import(args) => import::run(*args),

@@ -15,6 +15,8 @@ mod history;
 mod remote;
 mod serve;
 mod teach;
+#[cfg(feature = "lab")]
+mod token_states;
 
 fn aegis(args: &[&str]) -> Output {
     aegis_command(args).output().expect("aegis runs")

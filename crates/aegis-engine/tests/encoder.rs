@@ -145,6 +145,46 @@ fn a_batch_gives_each_text_what_it_gets_alone() {
     }
 }
 
+/// The final token states are what the sentence embedding pools: their mean, through the
+/// projections and normalised, is the embedding (so a learned pooling that starts uniform starts
+/// at the shipped reading).
+#[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
+fn the_final_token_states_mean_pooled_are_the_embedding() {
+    let encoder = kernel_encoder();
+    let texts = ["makasih kak", "he called me stupid in front of everyone"];
+    let (dense, normalize) = encoder.projections();
+    assert!(normalize, "EmbeddingGemma normalises its embedding");
+    for (text, states) in texts.iter().zip(encoder.final_token_states(&texts)) {
+        let states = states.expect("states");
+        let tokens = encoder.tokens(text).expect("tokenises").len();
+        assert_eq!(states.dims(), [tokens, encoder.config().hidden_size]);
+        let mut pooled = states.mean_keepdim(0).expect("mean");
+        for weight in dense {
+            pooled = pooled.matmul(&weight.t().expect("t")).expect("projects");
+        }
+        let pooled: Vec<f32> = pooled
+            .flatten_all()
+            .and_then(|t| t.to_vec1())
+            .expect("reads");
+        let norm = pooled.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let pooled: Vec<f32> = pooled.iter().map(|x| x / norm).collect();
+        let embedding = encoder.embed_batch(&[text]).remove(0).expect("embeds");
+        let gap = pooled
+            .iter()
+            .zip(&embedding)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            gap < 1e-5,
+            "{text:?}: pooled states and embedding differ by {gap}"
+        );
+    }
+}
+
 /// A reading of intermediate layers stops there and gives what a full pass gives at those layers
 /// (the same arithmetic on the same rows); the embedding read beside them is `embed_batch`'s.
 #[test]

@@ -231,12 +231,28 @@ impl EmbeddingGemma {
     /// The residual stream after layer `after` (1 = the first) of each text, `[tokens, hidden]`
     /// in f32: what an adapter of the layers above it trains on, read once.
     pub fn token_states(&self, texts: &[&str], after: usize) -> Vec<Result<Tensor>> {
+        self.states_after(texts, after, false)
+    }
+
+    /// Each text's token states after the last layer and the final norm, `[tokens, hidden]` in
+    /// f32: what the sentence embedding's mean pooling reads, for a learned pooling to read
+    /// instead.
+    pub fn final_token_states(&self, texts: &[&str]) -> Vec<Result<Tensor>> {
+        self.states_after(texts, self.model.config().num_layers, true)
+    }
+
+    fn states_after(&self, texts: &[&str], after: usize, normed: bool) -> Vec<Result<Tensor>> {
         let inputs = texts.iter().map(|t| self.tokens(t)).collect();
         batch_or_one_by_one(inputs, "texts", |inputs| {
             let mut out = Vec::with_capacity(inputs.len());
             for batch in token_batches(inputs, self.batch_tokens()) {
                 let stream = self.model.forward_independent_taps(&batch, &[after])?;
-                let stream = stream[0].to_dtype(DType::F32)?;
+                let stream = if normed {
+                    self.model.final_normed(&stream[0])?
+                } else {
+                    stream[0].clone()
+                };
+                let stream = stream.to_dtype(DType::F32)?;
                 let mut at = 0;
                 for sequence in &batch {
                     out.push(stream.narrow(0, at, sequence.len())?.contiguous()?);

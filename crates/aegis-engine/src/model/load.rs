@@ -329,6 +329,26 @@ impl Gemma3 {
     }
 }
 
+/// candle multiplies Q4_1, Q5_0 and Q5_1 blocks with scalar code on the CPU (it has SIMD kernels
+/// for Q4_0, Q8_0 and the K-quants only), and llama.cpp's Q4_K_M stores most of Gemma 3 270M's
+/// matrices as Q5_0 (640-wide rows take no 256-wide K-quant): that scalar loop was over half of
+/// a prompt's time. Requantized once at load to Q8_0, whose AVX2 and NEON kernels exist, they
+/// keep their values to within an eighth of their own rounding (5-bit steps on an 8-bit grid)
+/// and take 8.5 bits a weight instead of 5.5 to 6.
+fn with_a_simd_kernel(blocks: QTensor, device: &Device) -> Result<QTensor> {
+    let scalar_only = matches!(
+        blocks.dtype(),
+        GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1
+    );
+    if !device.is_cpu() || !scalar_only {
+        return Ok(blocks);
+    }
+    Ok(QTensor::quantize(
+        &blocks.dequantize(device)?,
+        GgmlDType::Q8_0,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,24 +370,4 @@ mod tests {
             assert_eq!(format.name().parse(), Ok(format));
         }
     }
-}
-
-/// candle multiplies Q4_1, Q5_0 and Q5_1 blocks with scalar code on the CPU (it has SIMD kernels
-/// for Q4_0, Q8_0 and the K-quants only), and llama.cpp's Q4_K_M stores most of Gemma 3 270M's
-/// matrices as Q5_0 (640-wide rows take no 256-wide K-quant): that scalar loop was over half of
-/// a prompt's time. Requantized once at load to Q8_0, whose AVX2 and NEON kernels exist, they
-/// keep their values to within an eighth of their own rounding (5-bit steps on an 8-bit grid)
-/// and take 8.5 bits a weight instead of 5.5 to 6.
-fn with_a_simd_kernel(blocks: QTensor, device: &Device) -> Result<QTensor> {
-    let scalar_only = matches!(
-        blocks.dtype(),
-        GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1
-    );
-    if !device.is_cpu() || !scalar_only {
-        return Ok(blocks);
-    }
-    Ok(QTensor::quantize(
-        &blocks.dequantize(device)?,
-        GgmlDType::Q8_0,
-    )?)
 }
