@@ -1,22 +1,34 @@
 #!/usr/bin/env python3
-"""Issue 64 item 3: does a learned pooling read who is addressed better than the mean?
+"""Toxic's and harassment's heads in seconds, from cached token states: the mean against a learned
+pooling (issue 64 item 3), and candidate training data, before `aegis train` spends ten minutes a
+validator on them.
 
 The shipped heads read EmbeddingGemma's sentence embedding: the mean of every token's final state,
 projected and normalised. A one-query attention pooling (softmax of q·h over the tokens) with q = 0
 is exactly that mean, so it starts at the shipped reading and learns only where weighting tokens
-helps. This script trains, for toxic and harassment, a logistic head on the mean ("mean") and the
-same head jointly with q ("attention") on the shipped heads' training rows, with the same folds
-(whole sources held out), the same class balance and the same threshold rule (at most 1% of the
-benign rows' out-of-fold scores), then reads both on the held-back sets.
+helps. For toxic and harassment this trains a logistic head on the mean ("mean") and the same head
+jointly with q ("attention") on the shipped heads' training rows, with the same folds as `aegis
+train` (whole sources held out, `aegis_heads::source_folds`), the same class balance, the same
+choice of L2 strength and the same line (at most 1% of the benign rows' out-of-fold scores), then
+reads both on the held-back sets. Its mean head reproduces `aegis train`'s held-out-source ROC AUC
+(toxic 0.966, harassment 0.971); the guard's readings (quotes elided, exclamations, contempt at
+layer 16) are not applied, so held-back figures are the head's alone.
 
     cargo build -p aegis-cli --features lab
-    target/debug/aegis token-states --out STATES/main --data FILE.jsonl ...   # one per file
+    S=~/.cache/aegis/tokstates
+    target/debug/aegis token-states --out $S/main --data prompt_guard/heads/FILE.jsonl ...
+    #   the six training files, benign-real-holdout, authored-contempt, authored-kinds, and
+    #   dev-unseen.jsonl (dev.jsonl's rows not in dev-permissive, copied into $S/main)
+    target/debug/aegis token-states --out $S/ind1 --data docs/held-back/independent/*.jsonl ...
+    target/debug/aegis token-states --out $S/ind2 --data docs/held-back/independent-2/*.jsonl ...
+    target/debug/aegis token-states --out $S/own --data docs/held-back/*.jsonl ...
+    target/debug/aegis token-states --out $S/other --data docs/experiments/other-writers/*.jsonl
     python -m venv VENV && VENV/bin/pip install torch safetensors
-    VENV/bin/python scripts/research/attention-pooling.py --states STATES
+    VENV/bin/python scripts/research/quick-heads.py --states $S [--mean-only] \
+        [--extra FILE --outside-budget FILE --drop-hateful] [--reading FILE] [--judge]
 
-STATES holds main/ (the training files, benign-real-holdout, dev-unseen: the dev rows not in
-dev-permissive), ind1/ and ind2/ (docs/held-back/independent{,-2}/). Research only: the product
-reads the mean.
+--judge adds the second independent set: read it once per candidate chosen on everything else.
+Research only: the product reads the mean.
 """
 import argparse
 import collections
@@ -33,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HEADS = ROOT / "prompt_guard/heads"
 TRAINING = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign", "benign-real"]
 VALIDATORS = ["toxic", "harassment"]
+SCORES = "direction"  # or "raw": --scores
 KINDS = ["report-quoted", "untargeted-profanity", "civil-criticism", "polite-contempt"]
 
 
@@ -72,10 +85,14 @@ def pooled(h, segment, n, q):
     if q is None:
         weights = torch.ones(len(h))
     else:
-        # Scored on each state's direction: the final states' norms run from about 65 to 250
-        # (the first and last tokens longest), so q·h with |q| = 0.3 already put all the weight
-        # on one token.
-        scores = (h / h.norm(dim=1, keepdim=True).clamp_min(1e-6)) @ q
+        # Scored on each state's direction by default: the final states' norms run from about 65
+        # to 250 (the first and last tokens longest), so q·h with |q| = 0.3 already put nearly
+        # all the weight on one token.
+        if SCORES == "direction":
+            h_scored = h / h.norm(dim=1, keepdim=True).clamp_min(1e-6)
+        else:
+            h_scored = h
+        scores = h_scored @ q
         top = torch.full((n,), -1e30).scatter_reduce(0, segment, scores, "amax")
         weights = torch.exp(scores - top[segment])
     total = torch.zeros(n).index_add(0, segment, weights)
@@ -205,6 +222,64 @@ def folds_by_group(rows, y, k):
     return torch.tensor([fold_of[group_of(r)] for r in rows])
 
 
+def choose_l2(embedding, y, folds, k):
+    """As `aegis train`: the strength among alpha 0.1 to 10,000 (a sum loss's, alpha/2 |w|², here
+    a mean loss's alpha / 2n) with the highest held-out-source ROC AUC, the strongest on a tie."""
+    best = None
+    for alpha in (10_000.0, 1_000.0, 100.0, 10.0, 1.0, 0.1):
+        l2 = alpha / (2 * len(y))
+        out_of_fold = torch.zeros(len(y))
+        for fold in range(k):
+            part = torch.nonzero(folds != fold).flatten()
+            held = torch.nonzero(folds == fold).flatten()
+            mean = embedding[part].mean(0)
+            std = embedding[part].std(0).clamp_min(1e-6)
+            w, b = fit_mean_head((embedding[part] - mean) / std, y[part], l2)
+            out_of_fold[held] = ((embedding[held] - mean) / std) @ w + b
+        auc = roc_auc(out_of_fold.tolist(), y.tolist())
+        if best is None or auc > best[0]:
+            best = (auc, l2)
+    return best[1]
+
+
+def train_second_map(args, validator, rows, y, benign, embedding, reading_states,
+                     reading_embedding):
+    """The head's negatives and the reading file's rows, a map of their own with its line at the
+    reading budget; returns scoring (logit minus that line) for held-back sets."""
+    negatives = [i for i in range(len(rows)) if y[i] == 0]
+    mine = [j for j, r in enumerate(reading_states.rows) if r["labels"].get(validator) is not None]
+    x_all = torch.cat([embedding[negatives], reading_embedding[mine]])
+    y_all = torch.cat([torch.zeros(len(negatives)),
+                       torch.tensor([float(reading_states.rows[j]["labels"][validator])
+                                     for j in mine])])
+    all_rows = [rows[i] for i in negatives] + [reading_states.rows[j] for j in mine]
+    all_benign = torch.cat([benign[negatives], torch.tensor(
+        [all(v is False for v in reading_states.rows[j]["labels"].values()) for j in mine])])
+    folds = folds_by_group(all_rows, y_all, args.folds)
+    out_of_fold = torch.zeros(len(all_rows))
+
+    def fit(part):
+        mean = x_all[part].mean(0)
+        std = x_all[part].std(0).clamp_min(1e-6)
+        w, b = fit_mean_head((x_all[part] - mean) / std, y_all[part], 1_000.0 / (2 * len(part)))
+        return mean, std, w, b
+
+    for fold in range(args.folds):
+        mean, std, w, b = fit(torch.nonzero(folds != fold).flatten())
+        held = torch.nonzero(folds == fold).flatten()
+        out_of_fold[held] = ((x_all[held] - mean) / std) @ w + b
+    line = threshold_at_budget(out_of_fold, all_benign, args.reading_budget)
+    caught = ((out_of_fold >= line) & (y_all > 0)).sum() / (y_all > 0).sum()
+    print(f"second map: {int(y_all.sum())} positives, caught out of fold at its line {caught:.2f}")
+    mean, std, w, b = fit(torch.arange(len(all_rows)))
+
+    def second(reader, states):
+        e = embed_all(reader, states, torch.arange(len(states.rows)), None)
+        return ((e - mean) / std) @ w + b - line
+
+    return second
+
+
 def threshold_at_budget(scores, benign, budget):
     flagged_scores = sorted(scores[benign].tolist(), reverse=True)
     allowed = int(math.floor(budget * len(flagged_scores)))
@@ -215,22 +290,64 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--states", type=Path, required=True)
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--l2", type=float, default=1e-3)
+    parser.add_argument("--l2", type=float, default=None,
+                        help="L2 strength a row; default: chosen as `aegis train` does")
     parser.add_argument("--q-l2", type=float, default=1e-3)
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--benign-budget", type=float, default=0.01)
     parser.add_argument("--validators", default=",".join(VALIDATORS))
-    parser.add_argument("--extra", action="append", default=[],
-                        help="another file of prompt_guard/heads/ to train on, e.g. authored-kinds")
+    parser.add_argument("--scores", choices=["direction", "raw"], default="direction",
+                        help="score each token on q·h/|h| (direction) or q·h (raw)")
+    parser.add_argument("--extra", action="append", default=[], type=Path,
+                        help="another file to train on (its states in any folder of --states)")
+    parser.add_argument("--outside-budget", action="append", default=[], type=Path,
+                        help="an --extra file whose all-false rows are near misses, not traffic: "
+                        "they train the heads but do not set the line")
+    parser.add_argument("--negatives-only", action="append", default=[], type=Path,
+                        help="an --extra file of which only the rows violating nothing are kept")
+    parser.add_argument("--drop-hateful", action="store_true",
+                        help="leave out --extra rows whose kind ends in _h (HateCheck's hateful "
+                        "cases), keeping its contrast cases")
+    parser.add_argument("--line-per-language", action="store_true",
+                        help="draw each language's line on its own benign rows")
+    parser.add_argument("--reading", action="append", default=[], type=Path,
+                        help="train a second map (as `aegis train --reading`) on this file's rows "
+                        "beside the head's negatives, its own line at --reading-budget; a message "
+                        "fails when either map fails it (mean only)")
+    parser.add_argument("--reading-budget", type=float, default=0.002)
+    parser.add_argument("--reading-for", default="toxic", help="the validators given a second map")
+    parser.add_argument("--judge", action="store_true",
+                        help="read the second independent set too: once per candidate chosen on "
+                        "everything else")
+    parser.add_argument("--mean-only", action="store_true", help="skip the attention pooling")
     args = parser.parse_args()
+    global SCORES
+    SCORES = args.scores
     torch.manual_seed(0)
     started = time.time()
 
     parts, meta = [], None
-    for name in TRAINING + args.extra:
+    for name in TRAINING:
         part, meta = read(args.states / "main", HEADS / f"{name}.jsonl")
+        for r in part[0]:
+            r["base"] = True
         parts.append(part)
+    outside = {str(p.resolve()) for p in args.outside_budget}
+    for path in args.extra:
+        folder = next(f for f in args.states.iterdir() if (f / f"{path.stem}.safetensors").exists())
+        (rows, states, lengths), _ = read(folder, path)
+        negatives_only = str(path.resolve()) in {str(p.resolve()) for p in args.negatives_only}
+        keep = [not (args.drop_hateful and str(r.get("kind", "")).endswith("_h"))
+                and not (negatives_only and any(v is True for v in r["labels"].values()))
+                for r in rows]
+        for r in rows:
+            r["outside_budget"] = str(path.resolve()) in outside
+        offsets = torch.cumsum(lengths, 0) - lengths
+        kept = [i for i, k in enumerate(keep) if k]
+        token_index = torch.cat([torch.arange(offsets[i], offsets[i] + lengths[i]) for i in kept])
+        parts.append(([rows[i] for i in kept], states[token_index], lengths[kept]))
+        print(f"{path.name}: {len(kept)} of {len(rows)} rows", file=sys.stderr)
     training = States(parts)
     projection = meta["projection.1"] @ meta["projection.0"]
     reader = Reader(projection, bool(meta["normalize"][0]))
@@ -241,16 +358,34 @@ def main():
         part, _ = read(args.states / folder, path)
         return States([part])
 
-    held_sets = {f"ind2/{k}": held("ind2", ROOT / f"docs/held-back/independent-2/{k}.jsonl")
-                 for k in KINDS}
+    held_sets = {}
+    if args.judge:
+        held_sets.update({f"ind2/{k}": held("ind2",
+                                            ROOT / f"docs/held-back/independent-2/{k}.jsonl")
+                          for k in KINDS})
     held_sets.update({f"ind1/{k}": held("ind1", ROOT / f"docs/held-back/independent/{k}.jsonl")
                       for k in KINDS})
     held_sets["benign-real-holdout"] = held("main", HEADS / "benign-real-holdout.jsonl")
-    if "authored-contempt" not in args.extra:
+    if not any(p.stem == "authored-contempt" for p in args.extra):
         held_sets["authored-contempt"] = held("main", HEADS / "authored-contempt.jsonl")
+    for path in sorted((ROOT / "docs/held-back").glob("*holdout*.jsonl")):
+        if (args.states / "own" / f"{path.stem}.safetensors").exists():
+            held_sets[f"own/{path.stem}"] = held("own", path)
     dev_unseen = args.states / "main" / "dev-unseen.jsonl"
     if dev_unseen.exists():
         held_sets["dev-unseen"] = held("main", dev_unseen)
+
+    reading_states = None
+    if args.reading:
+        reading_parts = []
+        for path in args.reading:
+            folder = next(f for f in args.states.iterdir()
+                          if (f / f"{path.stem}.safetensors").exists())
+            part, _ = read(folder, path)
+            reading_parts.append(part)
+        reading_states = States(reading_parts)
+        reading_embedding = embed_all(reader, reading_states,
+                                      torch.arange(len(reading_states.rows)), None)
 
     flagged = collections.defaultdict(dict)  # (reading, validator) -> set name -> bool tensor
     scores_of = collections.defaultdict(dict)
@@ -259,18 +394,23 @@ def main():
                               if r["labels"].get(validator) is not None])
         rows = [training.rows[i] for i in index]
         y = torch.tensor([float(r["labels"][validator]) for r in rows])
-        benign = torch.tensor([all(v is False for v in r["labels"].values()) for r in rows])
+        benign = torch.tensor([all(v is False for v in r["labels"].values())
+                               and not r.get("outside_budget") for r in rows])
         folds = folds_by_group(rows, y, args.folds)
         mean_embedding = embed_all(reader, training, index, None)
+        l2 = args.l2 if args.l2 is not None else choose_l2(mean_embedding, y, folds, args.folds)
+        print(f"{validator}: L2 {l2:.2g} a row", file=sys.stderr)
         out_of_fold = {"mean": torch.zeros(len(rows)), "attention": torch.zeros(len(rows))}
 
         def fit(part):
             reader.mean = mean_embedding[part].mean(0)
             reader.std = mean_embedding[part].std(0).clamp_min(1e-6)
             x = (mean_embedding[part] - reader.mean) / reader.std
-            w, b = fit_mean_head(x, y[part], args.l2)
+            w, b = fit_mean_head(x, y[part], l2)
+            if args.mean_only:
+                return (reader.mean, reader.std), (w, b, None), (w, b, None)
             wa, ba, q = fit_attention(reader, training, index[part], y[part], w, b,
-                                      args.l2, args.q_l2, args.epochs, args.lr, seed=1)
+                                      l2, args.q_l2, args.epochs, args.lr, seed=1)
             return (reader.mean, reader.std), (w, b, None), (wa, ba, q)
 
         def score(standard, head, states, which):
@@ -289,23 +429,48 @@ def main():
                   file=sys.stderr)
         standard, mean_head, attention_head = fit(torch.arange(len(rows)))
         q = attention_head[2]
-        print(f"\n## {validator}: {len(rows)} rows, {int(y.sum())} positives, "
-              f"|q| = {q.norm():.2f}")
+        print(f"\n## {validator}: {len(rows)} rows, {int(y.sum())} positives"
+              + ("" if q is None else f", |q| = {q.norm():.2f}"))
+        base = [i for i, r in enumerate(rows) if r.get("base")]
         langs = [r["lang"] for r in rows]
         for reading, head in (("mean", mean_head), ("attention", attention_head)):
+            if args.mean_only and reading == "attention":
+                flagged[(reading, validator)] = flagged[("mean", validator)]
+                scores_of[(reading, validator)] = scores_of[("mean", validator)]
+                continue
             oof = out_of_fold[reading]
-            line = threshold_at_budget(oof, benign, args.benign_budget)
-            recall = ((oof >= line) & (y > 0)).sum() / (y > 0).sum()
+            if args.line_per_language:
+                lines = {lang: threshold_at_budget(
+                    oof, benign & torch.tensor([r["lang"] == lang for r in rows]),
+                    args.benign_budget) for lang in ("en", "id")}
+            else:
+                line = threshold_at_budget(oof, benign, args.benign_budget)
+                lines = {"en": line, "id": line}
+
+            def line_of(states_rows):
+                return torch.tensor([lines.get(r["lang"], lines["en"]) for r in states_rows])
+
+            recall = ((oof >= line_of(rows)) & (y > 0)).sum() / (y > 0).sum()
+            base_auc = roc_auc([oof[i].item() for i in base], [y[i].item() for i in base])
             by_lang = " / ".join(
                 f"{roc_auc([oof[i].item() for i in range(len(rows)) if langs[i] == lang], [y[i].item() for i in range(len(rows)) if langs[i] == lang]):.3f}"
                 for lang in ("en", "id"))
             print(f"{reading}: held-out-source ROC AUC {roc_auc(oof.tolist(), y.tolist()):.3f} "
-                  f"(en / id {by_lang}), recall at the 1% line {recall:.3f}")
+                  f"(en / id {by_lang}; the shipped heads' rows alone {base_auc:.3f}), "
+                  f"recall at the 1% line {recall:.3f}, lines "
+                  + " / ".join(f"{v:.2f}" for v in lines.values()))
+            second = None
+            if (reading == "mean" and reading_states is not None
+                    and validator in args.reading_for.split(",")):
+                second = train_second_map(args, validator, rows, y, benign, mean_embedding,
+                                          reading_states, reading_embedding)
             for name, states in held_sets.items():
                 everything = torch.arange(len(states.rows))
-                s = score(standard, head, states, everything)
+                s = score(standard, head, states, everything) - line_of(states.rows)
+                if second is not None:
+                    s = torch.maximum(s, second(reader, states))
                 scores_of[(reading, validator)][name] = s
-                flagged[(reading, validator)][name] = s >= line
+                flagged[(reading, validator)][name] = s >= 0
 
     print("\n## Held back: share flagged by toxic or harassment, en / id")
     print("| set | mean | attention |\n|---|---|---|")
@@ -326,7 +491,7 @@ def main():
 
     print("\n## Threshold-free: ROC AUC, contempt against the other three kinds "
           "(higher of the validators' logits), en / id")
-    for folder in ("ind2", "ind1"):
+    for folder in ("ind2", "ind1") if args.judge else ("ind1",):
         cells = []
         for reading in ("mean", "attention"):
             scores, labels, langs = [], [], []
