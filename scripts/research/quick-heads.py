@@ -306,6 +306,8 @@ def main():
                         "they train the heads but do not set the line")
     parser.add_argument("--negatives-only", action="append", default=[], type=Path,
                         help="an --extra file of which only the rows violating nothing are kept")
+    parser.add_argument("--drop-kind", action="append", default=[],
+                        help="leave out --extra rows of this kind")
     parser.add_argument("--drop-hateful", action="store_true",
                         help="leave out --extra rows whose kind ends in _h (HateCheck's hateful "
                         "cases), keeping its contrast cases")
@@ -339,6 +341,7 @@ def main():
         (rows, states, lengths), _ = read(folder, path)
         negatives_only = str(path.resolve()) in {str(p.resolve()) for p in args.negatives_only}
         keep = [not (args.drop_hateful and str(r.get("kind", "")).endswith("_h"))
+                and r.get("kind") not in args.drop_kind
                 and not (negatives_only and any(v is True for v in r["labels"].values()))
                 for r in rows]
         for r in rows:
