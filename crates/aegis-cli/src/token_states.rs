@@ -3,7 +3,7 @@
 //! rather than average every token). Research: built with the `lab` feature.
 
 use std::io::BufRead;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use aegis_engine::{
@@ -107,7 +107,7 @@ pub fn run(args: TokenStatesArgs) -> Result<ExitStatus> {
 }
 
 /// Every non-blank line's `text`, in order.
-fn read_texts(path: &PathBuf) -> Result<Vec<String>> {
+fn read_texts(path: &Path) -> Result<Vec<String>> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut texts = Vec::new();
     for (number, line) in std::io::BufReader::new(file).lines().enumerate() {
