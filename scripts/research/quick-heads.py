@@ -86,8 +86,8 @@ def pooled(h, segment, n, q):
         weights = torch.ones(len(h))
     else:
         # Scored on each state's direction by default: the final states' norms run from about 65
-        # to 250 (the first and last tokens longest), so q·h with |q| = 0.3 already put nearly
-        # all the weight on one token.
+        # to 250 (the first and last tokens longest), so q·h with |q| = 0.3 can already give
+        # scores tens of units apart and put nearly all the weight on a few tokens.
         if SCORES == "direction":
             h_scored = h / h.norm(dim=1, keepdim=True).clamp_min(1e-6)
         else:
