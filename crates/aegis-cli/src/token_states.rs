@@ -2,7 +2,6 @@
 //! norm, written for research on a learned pooling (issue 64 item 3: read who is addressed
 //! rather than average every token). Research: built with the `lab` feature.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -16,7 +15,8 @@ use crate::ExitStatus;
 
 #[derive(Debug, clap::Args)]
 pub struct TokenStatesArgs {
-    /// Messages, JSONL with a `text` field, repeatable: one states file each, named after it.
+    /// Messages (`.jsonl` with a `text` field, `.txt`, `.csv`), repeatable: one states file each,
+    /// named after it.
     #[arg(long, required = true)]
     pub data: Vec<PathBuf>,
     /// The folder the states files are written to.
@@ -96,31 +96,25 @@ pub fn run(args: TokenStatesArgs) -> Result<ExitStatus> {
         aegis_files::write_atomically(&path, &bytes)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!(
-            "{}: {} texts of {} ({})",
+            "{}: {} texts of {} ({}; {})",
             path.display(),
             texts.len(),
             data.display(),
+            encoder.info().weight_format,
             encoder.info().content_hash
         );
     }
     Ok(ExitStatus::Passed)
 }
 
-/// Every non-blank line's `text`, in order.
+/// Every message of the file, in order, as `aegis import` reads it (`.jsonl` with `text`, `.txt`,
+/// `.csv`); a row that cannot be read stops the file before any state is written.
 fn read_texts(path: &Path) -> Result<Vec<String>> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut texts = Vec::new();
-    for (number, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: serde_json::Value = serde_json::from_str(&line)
-            .with_context(|| format!("{}:{}: not JSON", path.display(), number + 1))?;
-        let text = value["text"]
-            .as_str()
-            .with_context(|| format!("{}:{}: no text", path.display(), number + 1))?;
-        texts.push(text.to_string());
-    }
-    Ok(texts)
+    let rows = aegis_import::read_rows(path, None)?;
+    rows.iter()
+        .map(|row| match row.text() {
+            Ok(text) => Ok(text.to_string()),
+            Err(problem) => bail!("{}:{}: {problem}", path.display(), row.line),
+        })
+        .collect()
 }

@@ -58,7 +58,7 @@ fn token_states_are_written_per_file_and_a_malformed_line_writes_nothing() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("broken.jsonl:2: not JSON"),
+        stderr(&out).contains("broken.jsonl:2: not valid JSON"),
         "{}",
         stderr(&out)
     );
