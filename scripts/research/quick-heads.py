@@ -100,13 +100,11 @@ def pooled(h, segment, n, q):
 
 
 class Reader:
-    """Pooled states → projected, normalised embedding → standardised features."""
+    """Pooled states → projected, normalised embedding."""
 
     def __init__(self, projection, normalize):
         self.projection = projection  # [768, 768]: the dense layers folded (both are linear)
         self.normalize = normalize
-        self.mean = None
-        self.std = None
 
     def embed(self, p):
         e = p @ self.projection.T
@@ -114,8 +112,11 @@ class Reader:
             e = e / e.norm(dim=1, keepdim=True).clamp_min(1e-12)
         return e
 
-    def features(self, p):
-        return (self.embed(p) - self.mean) / self.std
+
+def standardised(embedding, standard):
+    """`embedding` in the units a head was fitted in: `standard` is its training rows' (mean, std)."""
+    mean, std = standard
+    return (embedding - mean) / std
 
 
 def embed_all(reader, states, index, q, batch=512):
@@ -152,7 +153,7 @@ def fit_mean_head(x, y, l2):
     return w.detach(), b.detach()
 
 
-def fit_attention(reader, states, index, y, w0, b0, l2, q_l2, epochs, lr, seed):
+def fit_attention(reader, standard, states, index, y, w0, b0, l2, q_l2, epochs, lr, seed):
     """The mean's head and a query, trained together from (w0, b0, q = 0)."""
     generator = torch.Generator().manual_seed(seed)
     w = w0.clone().requires_grad_(True)
@@ -165,7 +166,7 @@ def fit_attention(reader, states, index, y, w0, b0, l2, q_l2, epochs, lr, seed):
         for at in range(0, len(order), 128):
             part = order[at:at + 128]
             h, segment = states.tokens(index[part])
-            x = reader.features(pooled(h, segment, len(part), q))
+            x = standardised(reader.embed(pooled(h, segment, len(part), q)), standard)
             loss = (torch.nn.functional.binary_cross_entropy_with_logits(
                 x @ w + b, y[part], weight=sample[part])
                 + l2 * (w * w).sum() + q_l2 * (q * q).sum())
@@ -273,9 +274,8 @@ def train_second_map(args, validator, rows, y, benign, embedding, reading_states
     print(f"second map: {int(y_all.sum())} positives, caught out of fold at its line {caught:.2f}")
     mean, std, w, b = fit(torch.arange(len(all_rows)))
 
-    def second(reader, states):
-        e = embed_all(reader, states, torch.arange(len(states.rows)), None)
-        return ((e - mean) / std) @ w + b - line
+    def second(embedding):
+        return ((embedding - mean) / std) @ w + b - line
 
     return second
 
@@ -390,6 +390,11 @@ def main():
         reading_embedding = embed_all(reader, reading_states,
                                       torch.arange(len(reading_states.rows)), None)
 
+    # Every row's mean reading, read once: each validator's heads and folds index into these.
+    training_mean = embed_all(reader, training, torch.arange(len(training.rows)), None)
+    held_mean = {name: embed_all(reader, states, torch.arange(len(states.rows)), None)
+                 for name, states in held_sets.items()}
+
     flagged = collections.defaultdict(dict)  # (reading, validator) -> set name -> bool tensor
     scores_of = collections.defaultdict(dict)
     for validator in args.validators.split(","):
@@ -400,34 +405,34 @@ def main():
         benign = torch.tensor([all(v is False for v in r["labels"].values())
                                and not r.get("outside_budget") for r in rows])
         folds = folds_by_group(rows, y, args.folds)
-        mean_embedding = embed_all(reader, training, index, None)
+        mean_embedding = training_mean[index]
         l2 = args.l2 if args.l2 is not None else choose_l2(mean_embedding, y, folds, args.folds)
         print(f"{validator}: L2 {l2:.2g} a row", file=sys.stderr)
         out_of_fold = {"mean": torch.zeros(len(rows)), "attention": torch.zeros(len(rows))}
 
         def fit(part):
-            reader.mean = mean_embedding[part].mean(0)
-            reader.std = mean_embedding[part].std(0).clamp_min(1e-6)
-            x = (mean_embedding[part] - reader.mean) / reader.std
-            w, b = fit_mean_head(x, y[part], l2)
+            standard = (mean_embedding[part].mean(0), mean_embedding[part].std(0).clamp_min(1e-6))
+            w, b = fit_mean_head(standardised(mean_embedding[part], standard), y[part], l2)
             if args.mean_only:
-                return (reader.mean, reader.std), (w, b, None), (w, b, None)
-            wa, ba, q = fit_attention(reader, training, index[part], y[part], w, b,
+                return standard, (w, b, None), (w, b, None)
+            wa, ba, q = fit_attention(reader, standard, training, index[part], y[part], w, b,
                                       l2, args.q_l2, args.epochs, args.lr, seed=1)
-            return (reader.mean, reader.std), (w, b, None), (wa, ba, q)
+            return standard, (w, b, None), (wa, ba, q)
 
-        def score(standard, head, states, which):
-            reader.mean, reader.std = standard
+        def score(standard, head, states, which, mean_embedded):
+            """A head's logits for rows `which` of `states`; `mean_embedded` is their mean
+            reading, read once, which a head without a query reads as it is."""
             w, b, q = head
-            return ((embed_all(reader, states, which, q) - reader.mean) / reader.std) @ w + b
+            embedded = mean_embedded if q is None else embed_all(reader, states, which, q)
+            return standardised(embedded, standard) @ w + b
 
         for fold in range(args.folds):
             train_part = torch.nonzero(folds != fold).flatten()
             test_part = torch.nonzero(folds == fold).flatten()
             standard, mean_head, attention_head = fit(train_part)
-            out_of_fold["mean"][test_part] = score(standard, mean_head, training, index[test_part])
-            out_of_fold["attention"][test_part] = score(standard, attention_head, training,
-                                                        index[test_part])
+            for reading, head in (("mean", mean_head), ("attention", attention_head)):
+                out_of_fold[reading][test_part] = score(standard, head, training, index[test_part],
+                                                        mean_embedding[test_part])
             print(f"{validator}: fold {fold + 1}/{args.folds} ({time.time() - started:.0f} s)",
                   file=sys.stderr)
         standard, mean_head, attention_head = fit(torch.arange(len(rows)))
@@ -469,9 +474,9 @@ def main():
                                           reading_states, reading_embedding)
             for name, states in held_sets.items():
                 everything = torch.arange(len(states.rows))
-                s = score(standard, head, states, everything) - line_of(states.rows)
+                s = score(standard, head, states, everything, held_mean[name]) - line_of(states.rows)
                 if second is not None:
-                    s = torch.maximum(s, second(reader, states))
+                    s = torch.maximum(s, second(held_mean[name]))
                 scores_of[(reading, validator)][name] = s
                 flagged[(reading, validator)][name] = s >= 0
 
