@@ -45,6 +45,9 @@ if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep 
   readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl --reading-budget 0.002
     --reading-layers 16)
 fi
+# authored-writers.jsonl (eight helper writers' reports, untargeted profanity, civil criticism,
+# contempt and direct abuse) labels only toxic and harassment, so the other heads train as before
+# (README, "Eight writers").
 # Features from the precise encoder (bf16 kernels), not the int8 one `auto` picks where the CPU
 # has VNNI: the shipped heads do not depend on int8's rounding, and scored on it they were
 # measured unchanged (README, "The encoder in int8").
@@ -58,6 +61,7 @@ cargo run --release --locked -p aegis-cli -- train \
     --data prompt_guard/heads/authored.jsonl \
     --data prompt_guard/heads/authored-benign.jsonl \
     --data prompt_guard/heads/benign-real.jsonl \
+    --data prompt_guard/heads/authored-writers.jsonl \
     --layers "$layers" \
     --tune-thresholds \
     --benign-budget 0.01 \

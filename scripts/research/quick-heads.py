@@ -21,13 +21,16 @@ layer 16) are not applied, so held-back figures are the head's alone.
     #   dev-unseen.jsonl (dev.jsonl's rows not in dev-permissive, copied into $S/main)
     target/debug/aegis token-states --out $S/ind1 --data docs/held-back/independent/*.jsonl ...
     target/debug/aegis token-states --out $S/ind2 --data docs/held-back/independent-2/*.jsonl ...
+    #   and ind3, ind4 from independent-3/ and independent-4/ the same way
+    target/debug/aegis token-states --out $S/writers --data docs/experiments/writers/writers.jsonl
     target/debug/aegis token-states --out $S/own --data docs/held-back/*.jsonl ...
     target/debug/aegis token-states --out $S/other --data docs/experiments/other-writers/*.jsonl
     python -m venv VENV && VENV/bin/pip install torch safetensors
     VENV/bin/python scripts/research/quick-heads.py --states $S [--mean-only] \
         [--extra FILE --outside-budget FILE --drop-hateful] [--reading FILE] [--judge]
 
---judge adds the second independent set: read it once per candidate chosen on everything else.
+--judge adds the unread independent sets (3 and 4): read them once per candidate chosen on
+everything else. --learned tokens trains a token-level score beside the mean instead of attention.
 Research only: the product reads the mean.
 """
 import argparse
@@ -47,6 +50,12 @@ TRAINING = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign
 VALIDATORS = ["toxic", "harassment"]
 SCORES = "direction"  # or "raw": --scores
 KINDS = ["report-quoted", "untargeted-profanity", "civil-criticism", "polite-contempt"]
+# The independent sets' folders of states and of rows. The first two have been read by earlier
+# candidates; the judges are read once per candidate chosen on everything else (--judge).
+INDEPENDENT_FOLDERS = {"ind1": "independent", "ind2": "independent-2", "ind3": "independent-3",
+                       "ind4": "independent-4"}
+INDEPENDENT_READ = ("ind1", "ind2")
+INDEPENDENT_JUDGES = ("ind3", "ind4")
 
 
 class States:
@@ -135,11 +144,12 @@ def balanced_weights(y):
     return torch.where(y > 0, len(y) / (2 * positives), len(y) / (2 * negatives))
 
 
-def fit_mean_head(x, y, l2):
-    """Class-balanced L2 logistic regression on fixed features (L-BFGS, convex)."""
+def fit_mean_head(x, y, l2, weight=None):
+    """Class-balanced L2 logistic regression on fixed features (L-BFGS, convex); `weight` scales
+    each row's share of the loss (--extra-weight)."""
     w = torch.zeros(x.shape[1], requires_grad=True)
     b = torch.zeros(1, requires_grad=True)
-    sample = balanced_weights(y)
+    sample = balanced_weights(y) if weight is None else balanced_weights(y) * weight
     opt = torch.optim.LBFGS([w, b], max_iter=200, line_search_fn="strong_wolfe")
 
     def closure():
@@ -151,6 +161,67 @@ def fit_mean_head(x, y, l2):
 
     opt.step(closure)
     return w.detach(), b.detach()
+
+
+def token_pool(states, index, u, batch=4096):
+    """Each row's soft maximum of its tokens' scores u·h/|h| (log-sum-exp less the log of its
+    length, so u = 0 gives 0 for every row): a token-level reading added to the mean's logit."""
+    out = []
+    for at in range(0, len(index), batch):
+        part = index[at:at + batch]
+        h, segment = states.tokens(part)
+        z = (h / h.norm(dim=1, keepdim=True).clamp_min(1e-6)) @ u
+        top = torch.full((len(part),), -1e30).scatter_reduce(0, segment, z.detach(), "amax")
+        total = torch.zeros(len(part)).index_add(0, segment, torch.exp(z - top[segment]))
+        out.append(top + torch.log(total) - torch.log(states.lengths[part].float()))
+    return torch.cat(out)
+
+
+def fit_tokens(standard, mean_embedding, states, index, y, w0, b0, l2, u_l2, epochs, lr, seed):
+    """The mean's head and a token-level score, trained together from (w0, b0, u = 0)."""
+    generator = torch.Generator().manual_seed(seed)
+    w = w0.clone().requires_grad_(True)
+    b = b0.clone().requires_grad_(True)
+    u = torch.zeros(states.states.shape[1], requires_grad=True)
+    sample = balanced_weights(y)
+    x_all = standardised(mean_embedding, standard)
+    opt = torch.optim.Adam([{"params": [w, b], "lr": lr * 0.1}, {"params": [u], "lr": lr}])
+    for _ in range(epochs):
+        order = torch.randperm(len(index), generator=generator)
+        for at in range(0, len(order), 128):
+            part = order[at:at + 128]
+            logits = x_all[part] @ w + b + token_pool(states, index[part], u)
+            loss = (torch.nn.functional.binary_cross_entropy_with_logits(
+                logits, y[part], weight=sample[part])
+                + l2 * (w * w).sum() + u_l2 * (u * u).sum())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return w.detach(), b.detach(), ("tokens", u.detach())
+
+
+def fit_mlp(standard, mean_embedding, y, w0, b0, l2, hidden, decay, steps, lr, weight, seed):
+    """The mean's head plus a small residual MLP on the same features (its output layer starting
+    at zero, so it starts at the linear head): can a non-linear map draw the line the kinds need
+    without giving up the sources' ROC AUC?"""
+    generator = torch.Generator().manual_seed(seed)
+    x = standardised(mean_embedding, standard)
+    w = w0.clone().requires_grad_(True)
+    b = b0.clone().requires_grad_(True)
+    first = (torch.randn(x.shape[1], hidden, generator=generator) / math.sqrt(x.shape[1]))
+    first.requires_grad_(True)
+    first_bias = torch.zeros(hidden, requires_grad=True)
+    out = torch.zeros(hidden, requires_grad=True)
+    sample = balanced_weights(y) * weight
+    opt = torch.optim.Adam([w, b, first, first_bias, out], lr=lr)
+    for _ in range(steps):
+        logits = x @ w + b + torch.nn.functional.gelu(x @ first + first_bias) @ out
+        loss = (torch.nn.functional.binary_cross_entropy_with_logits(logits, y, weight=sample)
+                + l2 * (w * w).sum() + decay * ((first * first).sum() + (out * out).sum()))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return w.detach(), b.detach(), ("mlp", first.detach(), first_bias.detach(), out.detach())
 
 
 def fit_attention(reader, standard, states, index, y, w0, b0, l2, q_l2, epochs, lr, seed):
@@ -223,7 +294,7 @@ def folds_by_group(rows, y, k):
     return torch.tensor([fold_of[group_of(r)] for r in rows])
 
 
-def choose_l2(embedding, y, folds, k):
+def choose_l2(embedding, y, folds, k, weight):
     """As `aegis train`: the strength among alpha 0.1 to 10,000 (a sum loss's, alpha/2 |w|², here
     a mean loss's alpha / 2n) with the highest held-out-source ROC AUC, the strongest on a tie."""
     best = None
@@ -235,7 +306,7 @@ def choose_l2(embedding, y, folds, k):
             held = torch.nonzero(folds == fold).flatten()
             mean = embedding[part].mean(0)
             std = embedding[part].std(0).clamp_min(1e-6)
-            w, b = fit_mean_head((embedding[part] - mean) / std, y[part], l2)
+            w, b = fit_mean_head((embedding[part] - mean) / std, y[part], l2, weight[part])
             out_of_fold[held] = ((embedding[held] - mean) / std) @ w + b
         auc = roc_auc(out_of_fold.tolist(), y.tolist())
         if best is None or auc > best[0]:
@@ -306,6 +377,10 @@ def main():
                         "they train the heads but do not set the line")
     parser.add_argument("--negatives-only", action="append", default=[], type=Path,
                         help="an --extra file of which only the rows violating nothing are kept")
+    parser.add_argument("--extra-weight", type=float, default=1.0,
+                        help="each --extra row's weight in the heads' loss (the shipped rows' is 1)")
+    parser.add_argument("--by-source", action="store_true",
+                        help="print each source's recall (or share flagged) at the line")
     parser.add_argument("--drop-kind", action="append", default=[],
                         help="leave out --extra rows of this kind")
     parser.add_argument("--drop-hateful", action="store_true",
@@ -320,9 +395,14 @@ def main():
     parser.add_argument("--reading-budget", type=float, default=0.002)
     parser.add_argument("--reading-for", default="toxic", help="the validators given a second map")
     parser.add_argument("--judge", action="store_true",
-                        help="read the second independent set too: once per candidate chosen on "
-                        "everything else")
-    parser.add_argument("--mean-only", action="store_true", help="skip the attention pooling")
+                        help="read the unread independent sets (3 and 4) too: once per candidate "
+                        "chosen on everything else")
+    parser.add_argument("--mean-only", action="store_true", help="skip the learned reading")
+    parser.add_argument("--mlp-hidden", type=int, default=128)
+    parser.add_argument("--learned", choices=["attention", "tokens", "mlp"], default="attention",
+                        help="the learned reading beside the mean: attention pooling, or a "
+                        "token-level score (soft maximum over tokens) added to the mean's logit "
+                        "(--q-l2 is its penalty)")
     args = parser.parse_args()
     global SCORES
     SCORES = args.scores
@@ -362,12 +442,12 @@ def main():
         return States([part])
 
     held_sets = {}
-    if args.judge:
-        held_sets.update({f"ind2/{k}": held("ind2",
-                                            ROOT / f"docs/held-back/independent-2/{k}.jsonl")
-                          for k in KINDS})
-    held_sets.update({f"ind1/{k}": held("ind1", ROOT / f"docs/held-back/independent/{k}.jsonl")
-                      for k in KINDS})
+    independent = list(INDEPENDENT_READ) + (list(INDEPENDENT_JUDGES) if args.judge else [])
+    for folder in independent:
+        if (args.states / folder).is_dir():
+            held_sets.update({f"{folder}/{k}": held(
+                folder, ROOT / f"docs/held-back/{INDEPENDENT_FOLDERS[folder]}/{k}.jsonl")
+                for k in KINDS})
     held_sets["benign-real-holdout"] = held("main", HEADS / "benign-real-holdout.jsonl")
     if not any(p.stem == "authored-contempt" for p in args.extra):
         held_sets["authored-contempt"] = held("main", HEADS / "authored-contempt.jsonl")
@@ -406,15 +486,27 @@ def main():
                                and not r.get("outside_budget") for r in rows])
         folds = folds_by_group(rows, y, args.folds)
         mean_embedding = training_mean[index]
-        l2 = args.l2 if args.l2 is not None else choose_l2(mean_embedding, y, folds, args.folds)
+        weight = torch.tensor([1.0 if r.get("base") else args.extra_weight for r in rows])
+        l2 = args.l2 if args.l2 is not None else choose_l2(mean_embedding, y, folds, args.folds,
+                                                           weight)
         print(f"{validator}: L2 {l2:.2g} a row", file=sys.stderr)
         out_of_fold = {"mean": torch.zeros(len(rows)), "attention": torch.zeros(len(rows))}
 
         def fit(part):
             standard = (mean_embedding[part].mean(0), mean_embedding[part].std(0).clamp_min(1e-6))
-            w, b = fit_mean_head(standardised(mean_embedding[part], standard), y[part], l2)
+            w, b = fit_mean_head(standardised(mean_embedding[part], standard), y[part], l2,
+                                 weight[part])
             if args.mean_only:
                 return standard, (w, b, None), (w, b, None)
+            if args.learned == "mlp":
+                learned = fit_mlp(standard, mean_embedding[part], y[part], w, b, l2,
+                                  args.mlp_hidden, args.q_l2, args.epochs, args.lr,
+                                  weight[part], seed=1)
+                return standard, (w, b, None), learned
+            if args.learned == "tokens":
+                learned = fit_tokens(standard, mean_embedding[part], training, index[part],
+                                     y[part], w, b, l2, args.q_l2, args.epochs, args.lr, seed=1)
+                return standard, (w, b, None), learned
             wa, ba, q = fit_attention(reader, standard, training, index[part], y[part], w, b,
                                       l2, args.q_l2, args.epochs, args.lr, seed=1)
             return standard, (w, b, None), (wa, ba, q)
@@ -423,6 +515,14 @@ def main():
             """A head's logits for rows `which` of `states`; `mean_embedded` is their mean
             reading, read once, which a head without a query reads as it is."""
             w, b, q = head
+            if isinstance(q, tuple) and q[0] == "mlp":
+                _, first, first_bias, out = q
+                x = standardised(mean_embedded, standard)
+                return x @ w + b + torch.nn.functional.gelu(x @ first + first_bias) @ out
+            if isinstance(q, tuple):  # ("tokens", u): the mean's logit plus the tokens' reading
+                with torch.no_grad():
+                    return (standardised(mean_embedded, standard) @ w + b
+                            + token_pool(states, which, q[1]))
             embedded = mean_embedded if q is None else embed_all(reader, states, which, q)
             return standardised(embedded, standard) @ w + b
 
@@ -437,8 +537,9 @@ def main():
                   file=sys.stderr)
         standard, mean_head, attention_head = fit(torch.arange(len(rows)))
         q = attention_head[2]
+        q = q[1] if isinstance(q, tuple) else q
         print(f"\n## {validator}: {len(rows)} rows, {int(y.sum())} positives"
-              + ("" if q is None else f", |q| = {q.norm():.2f}"))
+              + ("" if q is None else f", |{'u' if args.learned == 'tokens' else 'q'}| = {q.norm():.2f}"))
         base = [i for i, r in enumerate(rows) if r.get("base")]
         langs = [r["lang"] for r in rows]
         for reading, head in (("mean", mean_head), ("attention", attention_head)):
@@ -467,6 +568,19 @@ def main():
                   f"(en / id {by_lang}; the shipped heads' rows alone {base_auc:.3f}), "
                   f"recall at the 1% line {recall:.3f}, lines "
                   + " / ".join(f"{v:.2f}" for v in lines.values()))
+            if args.by_source and reading == "mean":
+                groups = collections.defaultdict(list)
+                for i, r in enumerate(rows):
+                    groups[r["source"]].append(i)
+                for source, members in sorted(groups.items()):
+                    ys = [y[i].item() for i in members]
+                    caught = [oof[i].item() >= line_of([rows[i]])[0].item() for i in members]
+                    positives = sum(ys)
+                    share = (sum(c for c, t in zip(caught, ys) if t) / positives if positives
+                             else sum(caught) / len(caught))
+                    print(f"  {source}: {len(members)} rows, {int(positives)} positives, "
+                          f"{'recall' if positives else 'flagged'} {share:.3f}, ROC AUC "
+                          f"{roc_auc([oof[i].item() for i in members], ys):.3f}")
             second = None
             if (reading == "mean" and reading_states is not None
                     and validator in args.reading_for.split(",")):
@@ -499,7 +613,7 @@ def main():
 
     print("\n## Threshold-free: ROC AUC, contempt against the other three kinds "
           "(higher of the validators' logits), en / id")
-    for folder in ("ind2", "ind1") if args.judge else ("ind1",):
+    for folder in sorted({name.split("/")[0] for name in held_sets if name.startswith("ind")}):
         cells = []
         for reading in ("mean", "attention"):
             scores, labels, langs = [], [], []
