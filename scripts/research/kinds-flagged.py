@@ -8,9 +8,9 @@ both.
     cargo build -p aegis-cli
     scripts/research/kinds-flagged.py [--aegis target/debug/aegis] [--prompts prompt_guard] [FILE ...]
 
-Default files: docs/held-back/independent/*.jsonl (independent; pass independent-2/*.jsonl, which
-no candidate has read before session 49's baseline, to judge the next one) and, as the team's own,
-docs/held-back/{kinds,exclamation,contempt}-holdout*.jsonl.
+Default files: docs/held-back/independent/*.jsonl (independent; pass independent-2/, -3/ or -4/
+*.jsonl for the later sets, each read by the candidates docs/held-back/README.md names) and, as
+the team's own, docs/held-back/{kinds,exclamation,contempt}-holdout*.jsonl.
 """
 import argparse
 import collections
