@@ -179,27 +179,36 @@ def token_pool(states, index, u, batch=4096):
     return torch.cat(out)
 
 
-def fit_tokens(standard, mean_embedding, states, index, y, w0, b0, l2, u_l2, epochs, lr, seed):
-    """The mean's head and a token-level score, trained together from (w0, b0, u = 0)."""
+def train_with_extra(w0, b0, dim, y, epochs, lr, l2, extra_l2, seed, logits_of):
+    """The mean's head (w, b) and one extra vector of `dim`, starting at zero, trained together
+    with Adam on minibatches of 128 rows: `logits_of(w, b, extra, part)` gives the logits of the
+    rows `part` (positions in y)."""
     generator = torch.Generator().manual_seed(seed)
     w = w0.clone().requires_grad_(True)
     b = b0.clone().requires_grad_(True)
-    u = torch.zeros(states.states.shape[1], requires_grad=True)
+    extra = torch.zeros(dim, requires_grad=True)
     sample = balanced_weights(y)
-    x_all = standardised(mean_embedding, standard)
-    opt = torch.optim.Adam([{"params": [w, b], "lr": lr * 0.1}, {"params": [u], "lr": lr}])
+    opt = torch.optim.Adam([{"params": [w, b], "lr": lr * 0.1}, {"params": [extra], "lr": lr}])
     for _ in range(epochs):
-        order = torch.randperm(len(index), generator=generator)
+        order = torch.randperm(len(y), generator=generator)
         for at in range(0, len(order), 128):
             part = order[at:at + 128]
-            logits = x_all[part] @ w + b + token_pool(states, index[part], u)
             loss = (torch.nn.functional.binary_cross_entropy_with_logits(
-                logits, y[part], weight=sample[part])
-                + l2 * (w * w).sum() + u_l2 * (u * u).sum())
+                logits_of(w, b, extra, part), y[part], weight=sample[part])
+                + l2 * (w * w).sum() + extra_l2 * (extra * extra).sum())
             opt.zero_grad()
             loss.backward()
             opt.step()
-    return w.detach(), b.detach(), ("tokens", u.detach())
+    return w.detach(), b.detach(), extra.detach()
+
+
+def fit_tokens(standard, mean_embedding, states, index, y, w0, b0, l2, u_l2, epochs, lr, seed):
+    """The mean's head and a token-level score, trained together from (w0, b0, u = 0)."""
+    x_all = standardised(mean_embedding, standard)
+    w, b, u = train_with_extra(
+        w0, b0, states.states.shape[1], y, epochs, lr, l2, u_l2, seed,
+        lambda w, b, u, part: x_all[part] @ w + b + token_pool(states, index[part], u))
+    return w, b, ("tokens", u)
 
 
 def fit_mlp(standard, mean_embedding, y, w0, b0, l2, hidden, decay, steps, lr, weight, seed):
@@ -228,25 +237,13 @@ def fit_mlp(standard, mean_embedding, y, w0, b0, l2, hidden, decay, steps, lr, w
 
 def fit_attention(reader, standard, states, index, y, w0, b0, l2, q_l2, epochs, lr, seed):
     """The mean's head and a query, trained together from (w0, b0, q = 0)."""
-    generator = torch.Generator().manual_seed(seed)
-    w = w0.clone().requires_grad_(True)
-    b = b0.clone().requires_grad_(True)
-    q = torch.zeros(states.states.shape[1], requires_grad=True)
-    sample = balanced_weights(y)
-    opt = torch.optim.Adam([{"params": [w, b], "lr": lr * 0.1}, {"params": [q], "lr": lr}])
-    for _ in range(epochs):
-        order = torch.randperm(len(index), generator=generator)
-        for at in range(0, len(order), 128):
-            part = order[at:at + 128]
-            h, segment = states.tokens(index[part])
-            x = standardised(reader.embed(pooled(h, segment, len(part), q)), standard)
-            loss = (torch.nn.functional.binary_cross_entropy_with_logits(
-                x @ w + b, y[part], weight=sample[part])
-                + l2 * (w * w).sum() + q_l2 * (q * q).sum())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    return w.detach(), b.detach(), q.detach()
+
+    def logits_of(w, b, q, part):
+        h, segment = states.tokens(index[part])
+        return standardised(reader.embed(pooled(h, segment, len(part), q)), standard) @ w + b
+
+    return train_with_extra(w0, b0, states.states.shape[1], y, epochs, lr, l2, q_l2, seed,
+                            logits_of)
 
 
 def roc_auc(scores, labels):
