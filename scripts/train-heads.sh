@@ -45,9 +45,9 @@ if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep 
   readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl --reading-budget 0.002
     --reading-layers 16)
 fi
-# authored-writers.jsonl (eight helper writers' reports, untargeted profanity, civil criticism,
-# contempt and direct abuse) labels only toxic and harassment, so the other heads train as before
-# (README, "Eight writers").
+# authored-writers.jsonl (eleven helper writers' reports, untargeted profanity, civil criticism,
+# contempt, direct abuse, threats and their look-alikes) labels only toxic and harassment (its
+# threats harassment alone), so the other heads train as before (README, "Eight writers").
 # Features from the precise encoder (bf16 kernels), not the int8 one `auto` picks where the CPU
 # has VNNI: the shipped heads do not depend on int8's rounding, and scored on it they were
 # measured unchanged (README, "The encoder in int8").
