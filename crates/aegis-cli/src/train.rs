@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures};
-use aegis_heads::{TrainOptions, Validation};
+use aegis_heads::{HiddenOptions, TrainOptions, Validation};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -73,6 +73,11 @@ pub struct TrainArgs {
     /// the random figure beside its own.
     #[arg(long, value_enum, default_value_t = ValidationArg::BySource)]
     pub validation: ValidationArg,
+    /// Train a hidden layer of this many ReLU units beside each head's linear map, from it, at
+    /// the strength chosen for it (the shipped toxic and harassment heads have 64; README,
+    /// "A hidden layer"). The head records the settings, so the Teach view retrains it alike.
+    #[arg(long, value_name = "UNITS")]
+    pub hidden_units: Option<usize>,
     /// Where heads are written (default: the templates folder's heads/, applied as versions with
     /// their thresholds; elsewhere only the head files are written).
     #[arg(long)]
@@ -333,6 +338,10 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         alphas: args
             .alpha
             .map_or(defaults.alphas.clone(), |alpha| vec![alpha]),
+        hidden: args.hidden_units.map(|units| HiddenOptions {
+            units,
+            ..HiddenOptions::shipped()
+        }),
     };
     let prompts = args.guard.prompts_dir()?;
     let live_dir = heads_dir(&prompts, guard.encoder().is_some());

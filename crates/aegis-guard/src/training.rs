@@ -186,8 +186,11 @@ pub fn train_validator(
             })
             .collect()
     };
+    // Candidates are told apart by their linear maps: a hidden layer on each would cost its
+    // training again per candidate and choose no differently.
     let screen = TrainOptions {
         alphas: vec![search.screen_alpha],
+        hidden: None,
         ..options.clone()
     };
     // One candidate needs no screening: it is the choice.
@@ -258,9 +261,11 @@ pub fn train_validator(
             random_folds_cv: chosen.random_folds.as_ref().map(|r| r.cv.clone()),
             threshold: None,
             out_of_fold: None,
+            hidden: chosen.hidden.as_ref().and(options.hidden.clone()),
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,
+        hidden: chosen.hidden.clone(),
         readings: Vec::new(),
         content_hash: String::new(),
     };

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HeadError, Result};
 use crate::fingerprint::EncoderFingerprint;
+use crate::hidden::HiddenLayer;
 use crate::reading::Reading;
 use crate::record::TrainingRecord;
 
@@ -103,8 +104,9 @@ pub struct ModelBinding {
 pub type LayersInput<'a> = dyn Fn(&[usize]) -> std::result::Result<Vec<f32>, String> + 'a;
 
 /// A trained head. Standardisation, the logistic regression and the calibration are folded into
-/// one linear map, so scoring is a dot product: `p = sigmoid(weights · x + bias)`; with
-/// `readings`, the highest of their maps and its own.
+/// one linear map, so scoring is a dot product: `p = sigmoid(weights · x + bias)`; with a
+/// `hidden` layer its output is added inside the sigmoid; with `readings`, the highest of their
+/// maps and its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Head {
@@ -115,6 +117,10 @@ pub struct Head {
     pub training: TrainingRecord,
     pub weights: Vec<f32>,
     pub bias: f32,
+    /// A residual ReLU layer on the same input (issue 64); absent in a linear head. A reader
+    /// that does not know the field refuses the file rather than score without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<HiddenLayer>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readings: Vec<Reading>,
     /// sha256 of the bytes the head was read from (hex), so a verdict can name the head version
@@ -164,6 +170,9 @@ impl Head {
         {
             return Err(invalid("weights are empty or not finite".into()));
         }
+        if let Some(hidden) = &head.hidden {
+            hidden.check(head.weights.len()).map_err(invalid)?;
+        }
         for reading in &head.readings {
             if let Some(layers) = &reading.layers {
                 if layers.is_empty() || layers.contains(&0) || head.features.encoder.is_decoder() {
@@ -209,7 +218,7 @@ impl Head {
     /// theirs and the head's (each aligned to the head's threshold). `input` is the head's own;
     /// `layers_input` gives a reading that reads other layers the means of those.
     pub fn probability(&self, input: &[f32], layers_input: &LayersInput) -> Result<f32> {
-        let mut p = linear_probability(&self.weights, self.bias, input)?;
+        let mut p = probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)?;
         for reading in &self.readings {
             let own;
             let features = match &reading.layers {
@@ -239,21 +248,37 @@ impl Head {
     }
 }
 
+/// `sigmoid(weights · features + bias + hidden(features))`: a head's own map.
+pub(crate) fn probability_with(
+    weights: &[f32],
+    bias: f32,
+    hidden: Option<&HiddenLayer>,
+    features: &[f32],
+) -> Result<f64> {
+    let linear = linear_logit(weights, bias, features)?;
+    Ok(sigmoid(
+        linear + hidden.map_or(0.0, |layer| layer.logit(features)),
+    ))
+}
+
 /// `sigmoid(weights · features + bias)`, the map a head's training folds everything into.
 pub(crate) fn linear_probability(weights: &[f32], bias: f32, features: &[f32]) -> Result<f64> {
+    Ok(sigmoid(linear_logit(weights, bias, features)?))
+}
+
+fn linear_logit(weights: &[f32], bias: f32, features: &[f32]) -> Result<f64> {
     if features.len() != weights.len() {
         return Err(HeadError::FeatureWidth {
             expected: weights.len(),
             got: features.len(),
         });
     }
-    let z: f64 = weights
+    Ok(weights
         .iter()
         .zip(features)
         .map(|(w, x)| f64::from(*w) * f64::from(*x))
         .sum::<f64>()
-        + f64::from(bias);
-    Ok(sigmoid(z))
+        + f64::from(bias))
 }
 
 pub(crate) fn sigmoid(z: f64) -> f64 {
@@ -309,9 +334,11 @@ mod tests {
                 random_folds_cv: None,
                 threshold: None,
                 out_of_fold: None,
+                hidden: None,
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,
+            hidden: None,
             readings: Vec::new(),
             content_hash: String::new(),
         }
@@ -410,6 +437,33 @@ mod tests {
         with_reading.save(&path).expect("save");
         let err = Head::load(&path).unwrap_err().to_string();
         assert!(err.contains("layer 0"), "{err}");
+    }
+
+    /// A hidden layer's output is added inside the sigmoid; its file round-trips, and a layer of
+    /// another width is refused when the head is read.
+    #[test]
+    fn a_hidden_layer_adds_to_the_logit_and_is_checked_when_read() {
+        let mut with_hidden = head();
+        with_hidden.hidden = Some(HiddenLayer {
+            weights: vec![1.0, 0.0, 0.0, -1.0],
+            bias: vec![0.0, 0.5],
+            out: vec![2.0, 1.0],
+        });
+        // linear: 1 - 2 * 1 + 0.5 = -0.5; units: relu(1) * 2 + relu(-1 + 0.5) * 1 = 2
+        let p = with_hidden
+            .probability(&[1.0, 1.0], &no_layers)
+            .expect("width");
+        assert!((f64::from(p) - sigmoid(1.5)).abs() < 1e-6, "{p}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("toxic.json");
+        with_hidden.save(&path).expect("save");
+        assert_eq!(Head::load(&path).expect("load").hidden, with_hidden.hidden);
+        if let Some(layer) = with_hidden.hidden.as_mut() {
+            layer.weights.pop();
+        }
+        with_hidden.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("hidden layer"), "{err}");
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hidden::HiddenOptions;
+
 /// Cross-validated quality, from out-of-fold calibrated probabilities.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,4 +73,8 @@ pub struct TrainingRecord {
     /// adapter's version record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_of_fold: Option<String>,
+    /// How the head's hidden layer was trained; absent for a linear head. Retraining the head
+    /// (the Teach view) trains the same kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<HiddenOptions>,
 }

@@ -30,6 +30,11 @@ impl Design {
         let x32 = x.iter().map(|&v| v as f32).collect();
         Self { x, x32 }
     }
+
+    /// The rows in single precision, row-major.
+    pub(crate) fn x32(&self) -> &[f32] {
+        &self.x32
+    }
 }
 
 /// Minimises `Σ c_i · log(1 + exp(-s_i (w·x_i + b))) + alpha/2 · |w|²` over `w` and `b` (the
@@ -294,7 +299,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// [`dot`] in single precision, eight lanes.
-fn dot32(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot32(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let chunks = a.len() / 8 * 8;
     for (ca, cb) in a[..chunks].chunks_exact(8).zip(b[..chunks].chunks_exact(8)) {

@@ -168,7 +168,14 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         &usable,
         &features,
         &search,
-        &TrainOptions::default(),
+        &TrainOptions {
+            // A head with a hidden layer is retrained with one, as it was trained.
+            hidden: request
+                .current
+                .as_ref()
+                .and_then(|head| head.training.hidden.clone()),
+            ..TrainOptions::default()
+        },
         Some(request.benign_budget),
     )?;
     let threshold = fitted.threshold;
