@@ -51,6 +51,16 @@ fi
 # Features from the precise encoder (bf16 kernels), not the int8 one `auto` picks where the CPU
 # has VNNI: the shipped heads do not depend on int8's rounding, and scored on it they were
 # measured unchanged (README, "The encoder in int8").
+# Toxic and harassment read through a hidden layer beside the line (README, "A hidden layer"):
+# contempt said politely and a swear at the traffic sit on the same side of any one line.
+hidden=()
+if [ "$layers" = embedding ]; then
+  for key in toxic harassment; do
+    if [ "$named" = 0 ] || printf '%s\n' "$@" | grep -qx "$key"; then
+      hidden+=(--hidden "$key:64")
+    fi
+  done
+fi
 cargo run --release --locked -p aegis-cli -- train \
     --model default \
     --encoder-weights precise \
@@ -66,4 +76,5 @@ cargo run --release --locked -p aegis-cli -- train \
     --tune-thresholds \
     --benign-budget 0.01 \
     "${readings[@]}" \
+    "${hidden[@]}" \
     "$@"

@@ -73,11 +73,12 @@ pub struct TrainArgs {
     /// the random figure beside its own.
     #[arg(long, value_enum, default_value_t = ValidationArg::BySource)]
     pub validation: ValidationArg,
-    /// Train a hidden layer of this many ReLU units beside each head's linear map, from it, at
-    /// the strength chosen for it (the shipped toxic and harassment heads have 64; README,
-    /// "A hidden layer"). The head records the settings, so the Teach view retrains it alike.
-    #[arg(long, value_name = "UNITS")]
-    pub hidden_units: Option<usize>,
+    /// Train a hidden layer of UNITS ReLU units beside VALIDATOR's linear map, from it, at the
+    /// strength chosen for it, e.g. `toxic:64` (the shipped toxic and harassment heads have 64;
+    /// README, "A hidden layer"). The head records the settings, so the Teach view retrains it
+    /// alike.
+    #[arg(long, value_name = "VALIDATOR:UNITS", value_parser = parse_hidden)]
+    pub hidden: Vec<(String, usize)>,
     /// Where heads are written (default: the templates folder's heads/, applied as versions with
     /// their thresholds; elsewhere only the head files are written).
     #[arg(long)]
@@ -233,6 +234,12 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         }
         args.validators.clone()
     };
+    if let Some((validator, _)) = args.hidden.iter().find(|(v, _)| !keys.contains(v)) {
+        bail!(
+            "--hidden {validator}: it is not among the validators trained here ({})",
+            keys.join(", ")
+        );
+    }
     if let Some(spec) = args.reading.iter().find(|r| !keys.contains(&r.validator)) {
         bail!(
             "--reading {}: {} is not among the validators trained here ({})",
@@ -338,16 +345,24 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         alphas: args
             .alpha
             .map_or(defaults.alphas.clone(), |alpha| vec![alpha]),
-        hidden: args.hidden_units.map(|units| HiddenOptions {
-            units,
-            ..HiddenOptions::shipped()
-        }),
+        hidden: None,
     };
     let prompts = args.guard.prompts_dir()?;
     let live_dir = heads_dir(&prompts, guard.encoder().is_some());
     let out_dir = args.out.clone().unwrap_or_else(|| live_dir.clone());
     for key in &keys {
         let started = Instant::now();
+        let options = TrainOptions {
+            hidden: args
+                .hidden
+                .iter()
+                .find(|(validator, _)| validator == key)
+                .map(|&(_, units)| HiddenOptions {
+                    units,
+                    ..HiddenOptions::shipped()
+                }),
+            ..options.clone()
+        };
         let fitted = aegis_teach::fit_validator(
             &guard,
             key,
@@ -383,6 +398,11 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         }
         trained.head.training.out_of_fold = out_of_fold.as_ref().map(|o| o.run().to_string());
         let threshold = threshold.or_else(|| guard.validator(key).map(|v| f64::from(v.threshold)));
+        // A reading is one more line (`Reading` has no hidden layer).
+        let reading_options = TrainOptions {
+            hidden: None,
+            ..options.clone()
+        };
         for spec in args.reading.iter().filter(|r| &r.validator == key) {
             let head_threshold = threshold.with_context(|| {
                 format!(
@@ -397,7 +417,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
                 layers: trained.head.features.layers.clone(),
                 reading_layers: reading_layers.clone(),
                 screen_alpha: args.screen_alpha,
-                options: &options,
+                options: &reading_options,
                 cache: cache.as_ref(),
                 benign_budget: args.reading_budget,
             };
@@ -548,4 +568,19 @@ fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usiz
                 .collect()
         })
         .collect()
+}
+
+/// `VALIDATOR:UNITS` of `--hidden`.
+fn parse_hidden(spec: &str) -> Result<(String, usize), String> {
+    let (validator, units) = spec
+        .split_once(':')
+        .ok_or_else(|| format!("{spec:?} is not VALIDATOR:UNITS, e.g. toxic:64"))?;
+    match units.trim().parse::<usize>() {
+        Ok(units) if units > 0 && !validator.trim().is_empty() => {
+            Ok((validator.trim().to_string(), units))
+        }
+        _ => Err(format!(
+            "{spec:?}: UNITS must be a whole number above 0, after a validator's key"
+        )),
+    }
 }
