@@ -51,6 +51,9 @@ TRAINING = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign
             "authored-writers"]
 VALIDATORS = ["toxic", "harassment"]
 SCORES = "direction"  # or "raw": --scores
+# The MLP's activation (--mlp-activation): the product's hidden layer is ReLU (no transcendental
+# function, so the same bits on every CPU).
+ACTIVATION = torch.nn.functional.relu
 KINDS = ["report-quoted", "untargeted-profanity", "civil-criticism", "polite-contempt"]
 # The independent sets' folders of states and of rows. The first two have been read by earlier
 # candidates; the judges are read once per candidate chosen on everything else (--judge).
@@ -226,7 +229,7 @@ def fit_mlp(standard, mean_embedding, y, w0, b0, l2, hidden, decay, steps, lr, w
     sample = balanced_weights(y) * weight
     opt = torch.optim.Adam([w, b, first, first_bias, out], lr=lr)
     for _ in range(steps):
-        logits = x @ w + b + torch.nn.functional.gelu(x @ first + first_bias) @ out
+        logits = x @ w + b + ACTIVATION(x @ first + first_bias) @ out
         loss = (torch.nn.functional.binary_cross_entropy_with_logits(logits, y, weight=sample)
                 + l2 * (w * w).sum() + decay * ((first * first).sum() + (out * out).sum()))
         opt.zero_grad()
@@ -401,14 +404,16 @@ def main():
                         help="read the unread independent sets (3 and 4) too: once per candidate "
                         "chosen on everything else")
     parser.add_argument("--mean-only", action="store_true", help="skip the learned reading")
-    parser.add_argument("--mlp-hidden", type=int, default=128)
+    parser.add_argument("--mlp-hidden", type=int, default=64)
+    parser.add_argument("--mlp-activation", choices=["relu", "gelu"], default="relu")
     parser.add_argument("--learned", choices=["attention", "tokens", "mlp"], default="attention",
                         help="the learned reading beside the mean: attention pooling, or a "
                         "token-level score (soft maximum over tokens) added to the mean's logit "
                         "(--q-l2 is its penalty)")
     args = parser.parse_args()
-    global SCORES
+    global SCORES, ACTIVATION
     SCORES = args.scores
+    ACTIVATION = getattr(torch.nn.functional, args.mlp_activation)
     torch.manual_seed(0)
     started = time.time()
 

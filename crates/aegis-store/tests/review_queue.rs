@@ -435,16 +435,33 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
     }
 
     let database = t.scratch.arg();
-    let killed = tokio::task::spawn_blocking(move || kill_a_console_mid_batch(&database));
+    // The killed console's claims are nobody's to decide until they lapse, and `remaining` does
+    // not count what others hold: a reviewer that stopped at "nothing remaining" before then
+    // left them undecided whenever the import finished within a claim's life of the kill.
+    let dead_claims_lapsed = Arc::new(AtomicBool::new(false));
+    let killed = {
+        let lapsed = dead_claims_lapsed.clone();
+        let claim_life = Duration::from_secs(u64::from(policy.claim_seconds));
+        tokio::spawn(async move {
+            let report = tokio::task::spawn_blocking(move || kill_a_console_mid_batch(&database))
+                .await
+                .expect("the killing task");
+            tokio::time::sleep(claim_life + Duration::from_millis(500)).await;
+            lapsed.store(true, Ordering::SeqCst);
+            report
+        })
+    };
     let mut reviewers = Vec::new();
     for reviewer in 1..REVIEWERS {
         let store = Store::connect(&t.scratch.database).await.expect("console");
         let importing_done = importing_done.clone();
+        let dead_claims_lapsed = dead_claims_lapsed.clone();
         reviewers.push(tokio::spawn(async move {
             let name = format!("reviewer-{reviewer}");
             let mut decided = 0_u64;
             loop {
-                let finished = importing_done.load(Ordering::SeqCst);
+                let finished = importing_done.load(Ordering::SeqCst)
+                    && dead_claims_lapsed.load(Ordering::SeqCst);
                 let batch = store.claim_reviews(&name, 0.15, 25).await.expect("claim");
                 if batch.items.is_empty() {
                     if finished && batch.remaining == 0 {
