@@ -363,6 +363,17 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
                 }),
             ..options.clone()
         };
+        if options.hidden.is_none() {
+            // The Teach view keeps a head's layer; this command trains what it is told, so a
+            // retrain that drops the layer says so.
+            let live = aegis_heads::Head::load(&live_dir.join(format!("{key}.json")));
+            if let Some(units) = live.ok().and_then(|h| h.hidden).map(|l| l.units()) {
+                eprintln!(
+                    "note: {key}'s live head has a hidden layer of {units} units; this trains \
+                     a linear head (add --hidden {key}:{units} to keep one)"
+                );
+            }
+        }
         let fitted = aegis_teach::fit_validator(
             &guard,
             key,
