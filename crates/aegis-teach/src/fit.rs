@@ -168,14 +168,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         &usable,
         &features,
         &search,
-        &TrainOptions {
-            // A head with a hidden layer is retrained with one, as it was trained.
-            hidden: request
-                .current
-                .as_ref()
-                .and_then(|head| head.training.hidden.clone()),
-            ..TrainOptions::default()
-        },
+        &retrain_options(request.current.as_ref()),
         Some(request.benign_budget),
     )?;
     let threshold = fitted.threshold;
@@ -424,4 +417,40 @@ fn flips(
     });
     flips.truncate(MAX_FLIPS);
     Ok(flips)
+}
+
+/// How a head is retrained: as the live head was, so a head with a hidden layer keeps one.
+fn retrain_options(current: Option<&Head>) -> TrainOptions {
+    TrainOptions {
+        hidden: current.and_then(|head| head.training.hidden.clone()),
+        ..TrainOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_with_a_hidden_layer_is_retrained_with_the_same_settings() {
+        let shipped = |name: &str| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../prompt_guard/heads")
+                .join(format!("{name}.json"));
+            Head::load(&path).expect("a shipped head")
+        };
+        let toxic = shipped("toxic");
+        let hidden = toxic
+            .training
+            .hidden
+            .clone()
+            .expect("toxic ships a hidden layer");
+        assert_eq!(
+            toxic.hidden.as_ref().map(|layer| layer.units()),
+            Some(hidden.units)
+        );
+        assert_eq!(retrain_options(Some(&toxic)).hidden, Some(hidden));
+        assert_eq!(retrain_options(Some(&shipped("spam"))).hidden, None);
+        assert_eq!(retrain_options(None), TrainOptions::default());
+    }
 }
