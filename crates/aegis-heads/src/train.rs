@@ -1,9 +1,11 @@
 //! Training a head: standardise, balance the classes, fit an L2 logistic regression with its
 //! strength chosen by cross-validation, optionally train a hidden layer beside it from there
-//! ([`crate::hidden`]), then calibrate with Platt scaling on the out-of-fold scores. The folds hold out whole sources by default: a random split puts rows of one source,
-//! and of one author's style, on both sides and rewards memorising them (0.95 cross-validated
-//! against 0.77 on sources no head saw, measured), so every choice is made on held-out sources.
-//! Deterministic: no randomness anywhere, so the same rows give the same bits.
+//! ([`crate::hidden`]), then calibrate with Platt scaling on the out-of-fold scores. The folds
+//! hold out whole sources by default: a random split puts rows of one source, and of one
+//! author's style, on both sides and rewards memorising them (0.95 cross-validated against 0.77
+//! on sources no head saw, measured), so every choice is made on held-out sources.
+//! Deterministic: no platform randomness anywhere (the hidden layer's start comes from a seeded
+//! integer generator), so the same rows give the same bits.
 
 use std::collections::BTreeMap;
 
