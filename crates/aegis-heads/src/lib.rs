@@ -8,6 +8,7 @@
 
 mod error;
 mod fingerprint;
+mod fold_fits;
 mod folds;
 mod head;
 mod hidden;

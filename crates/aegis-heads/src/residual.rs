@@ -7,6 +7,7 @@
 //! the linear solver uses too), so the same rows give the same bits.
 
 use crate::error::{HeadError, Result};
+use crate::head::sigmoid;
 use crate::hidden::{HiddenLayer, HiddenOptions};
 use crate::solver::dot32;
 
@@ -227,10 +228,6 @@ fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
     for (y, x) in y.iter_mut().zip(x) {
         *y += a * x;
     }
-}
-
-fn sigmoid(z: f64) -> f64 {
-    crate::head::sigmoid(z)
 }
 
 #[cfg(test)]
