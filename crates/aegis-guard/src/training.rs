@@ -186,8 +186,8 @@ pub fn train_validator(
             })
             .collect()
     };
-    // Candidates are told apart by their linear maps: a hidden layer on each would cost its
-    // training again per candidate and choose no differently.
+    // Candidates are told apart by their linear maps: a hidden layer on each would train it
+    // once more per candidate (not measured whether it would choose other layers).
     let screen = TrainOptions {
         alphas: vec![search.screen_alpha],
         hidden: None,
