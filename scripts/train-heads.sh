@@ -22,7 +22,10 @@
 # (prompt_guard/heads/decoder/, each with the threshold tuned with it); layers 6, 8 and 11 are
 # their candidates, the issue-17 measurement having found the middle layers best.
 # Give validator names to retrain only those (two at a time fit the 2-core machine).
-# Deterministic: the same model, data and machine give the same files, bit for bit.
+# Deterministic: the same model, data and CPU kernel kind give the same files, bit for bit; other
+# kinds (AMX tiles, AVX-512 BF16, AVX2) differ in the features' last bits and so in the heads
+# (each file's training.features_arithmetic names its kind; heads README, "Retrained on another
+# CPU"). Compare a candidate with the heads retrained on the same machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-model.sh >/dev/null

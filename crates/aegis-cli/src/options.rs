@@ -62,8 +62,9 @@ pub struct GuardArgs {
     /// VNNI or AVX-VNNI: 1.5 times as many messages a second on a Zen 4, embeddings within cosine
     /// 0.999 of f32 instead of 0.9999, the heads' verdicts measured unchanged), `precise` (bf16
     /// kernels on AMX tiles or AVX-512 BF16, f32 on AVX2), or `auto` (int8 where the CPU has
-    /// VNNI, else precise; `aegis train` reads it as precise, so a head learns the same on every
-    /// CPU). Cached features are kept apart by format.
+    /// VNNI, else precise; `aegis train` reads it as precise, so a head does not learn int8's
+    /// rounding). The kinds differ in their last bits, so a head retrains bit for bit only on
+    /// the same kind (its file names it). Cached features are kept apart by format and kind.
     #[arg(long, env = "AEGIS_ENCODER_WEIGHTS", default_value = "auto")]
     pub encoder_weights: String,
     #[arg(skip)]

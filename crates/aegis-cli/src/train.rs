@@ -603,8 +603,19 @@ mod tests {
     #[test]
     fn a_hidden_layer_is_asked_for_as_a_validator_and_a_width_above_zero() {
         assert_eq!(parse_hidden("toxic:64"), Ok(("toxic".to_string(), 64)));
-        assert_eq!(parse_hidden(" harassment : 8 "), Ok(("harassment".to_string(), 8)));
-        for refused in ["toxic", "toxic:0", "toxic:-3", "toxic:", ":64", " :64", "toxic:six"] {
+        assert_eq!(
+            parse_hidden(" harassment : 8 "),
+            Ok(("harassment".to_string(), 8))
+        );
+        for refused in [
+            "toxic",
+            "toxic:0",
+            "toxic:-3",
+            "toxic:",
+            ":64",
+            " :64",
+            "toxic:six",
+        ] {
             let error = parse_hidden(refused).expect_err(refused);
             assert!(error.contains(refused), "{refused}: {error}");
         }

@@ -172,6 +172,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
             threshold: None,
             out_of_fold: None,
             hidden: None,
+            features_arithmetic: None,
         },
         weights,
         hidden: None,

@@ -262,6 +262,10 @@ pub fn train_validator(
             threshold: None,
             out_of_fold: None,
             hidden: chosen.hidden.as_ref().and(options.hidden.clone()),
+            features_arithmetic: Some(match guard.encoder() {
+                Some(encoder) => encoder.info().weight_format.clone(),
+                None => guard.model().info().weight_format.clone(),
+            }),
         },
         weights: chosen.weights.clone(),
         bias: chosen.bias,

@@ -335,6 +335,7 @@ mod tests {
                 threshold: None,
                 out_of_fold: None,
                 hidden: None,
+                features_arithmetic: None,
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,

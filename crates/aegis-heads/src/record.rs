@@ -77,4 +77,10 @@ pub struct TrainingRecord {
     /// (the Teach view) trains the same kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<HiddenOptions>,
+    /// How the features it learned from were computed: the encoder's weight format and the CPU
+    /// kernels that ran it (the encoder's weight format, `bf16 layers (amx-bf16 kernels), …`).
+    /// Kernel kinds differ in their last bits (AMX tiles and AVX-512 BF16 run the same bf16
+    /// products, but their sums come out a rounding apart), and a head retrains bit for bit only on the same kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features_arithmetic: Option<String>,
 }

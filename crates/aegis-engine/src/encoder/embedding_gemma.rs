@@ -166,8 +166,13 @@ impl EmbeddingGemma {
             let packed = CpuEncoder::pack(model, kernel)?;
             let mut name = format!("{} layers ({} kernels)", kernel.weights(), kernel.name());
             if kernel.quantized() {
-                // The block size decides the numbers: cached features key by it.
-                name += &format!(", blocks of {}", aegis_kernels::INT8_BLOCK);
+                // The block size and attention's bf16 kind (AMX tiles or AVX-512 BF16 beside the
+                // same int8 layers) decide the numbers: cached features key by them.
+                name += &format!(
+                    ", blocks of {}, attention on {}",
+                    aegis_kernels::INT8_BLOCK,
+                    kernel.for_attention().name()
+                );
             }
             (Backbone::Kernels(packed), name)
         } else {
