@@ -7,6 +7,7 @@ mod check;
 #[cfg(feature = "lab")]
 mod cross_fit;
 mod eval;
+mod hidden_arg;
 mod history_cmd;
 mod import;
 mod model_cmd;
