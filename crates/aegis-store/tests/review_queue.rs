@@ -306,7 +306,7 @@ async fn the_console_the_load_test_kills() {
             .await
             .expect("claim");
         if batch.items.is_empty() {
-            // The others decided everything before this console got its third batch: say so
+            // The others decided everything before this console held a batch of ten: say so
             // rather than wait for a kill that will not come.
             assert!(
                 batch.remaining > 0 || started.elapsed() < Duration::from_secs(120),
@@ -332,10 +332,10 @@ async fn the_console_the_load_test_kills() {
 }
 
 /// Starts [`the_console_the_load_test_kills`] as a process of its own on `database` and kills
-/// it (SIGKILL: no release, no goodbye, its connections cut) five decisions into its third
-/// batch or a later one, while it holds five or more undecided claims. The decisions it
-/// reported.
-fn kill_a_console_mid_batch(database: &str) -> u64 {
+/// it (SIGKILL: no release, no goodbye, its connections cut) five decisions into the first
+/// batch of ten or more it claims, while it holds five or more undecided claims. Sets
+/// `holds_a_batch` when it claims that batch. The decisions it reported.
+fn kill_a_console_mid_batch(database: &str, holds_a_batch: &AtomicBool) -> u64 {
     let mut console = Command::new(std::env::current_exe().expect("this test binary"))
         .args([
             "--exact",
@@ -349,19 +349,21 @@ fn kill_a_console_mid_batch(database: &str) -> u64 {
         .spawn()
         .expect("the console process starts");
     let said = std::io::BufReader::new(console.stdout.take().expect("its output"));
-    let (mut batches, mut decided, mut batch_size, mut into_batch) = (0, 0_u64, 0, 0);
+    let (mut decided, mut batch_size, mut into_batch) = (0_u64, 0, 0);
     for line in said.lines() {
         let line = line.expect("a line");
         if let Some(size) = line.strip_prefix("claimed ") {
-            batches += 1;
             batch_size = size.parse::<usize>().expect("a batch size");
             into_batch = 0;
+            if batch_size >= 10 {
+                holds_a_batch.store(true, Ordering::SeqCst);
+            }
         } else if line.starts_with("decided ") {
             decided += 1;
             into_batch += 1;
-            // Early batches may be small (the importers have just begun): kill in the third or
-            // a later one that leaves claims held.
-            if batches >= 3 && into_batch == 5 && batch_size >= 10 {
+            // Early batches may be small (the importers have just begun): kill in one that
+            // leaves claims held.
+            if into_batch == 5 && batch_size >= 10 {
                 console.kill().expect("SIGKILL");
                 console.wait().expect("reaped");
                 eprintln!(
@@ -439,13 +441,20 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
     // not count what others hold: a reviewer that stopped at "nothing remaining" before then
     // left them undecided whenever the import finished within a claim's life of the kill.
     let dead_claims_lapsed = Arc::new(AtomicBool::new(false));
+    // The other reviewers start once the doomed console holds a batch worth killing in. Started
+    // together, on a CPU where they outpace the importers every batch the console claimed was
+    // a few rows, and the queue ran dry before it held one (an Intel Xeon's CI run).
+    let console_holds_a_batch = Arc::new(AtomicBool::new(false));
     let killed = {
         let lapsed = dead_claims_lapsed.clone();
+        let holds_a_batch = console_holds_a_batch.clone();
         let claim_life = Duration::from_secs(u64::from(policy.claim_seconds));
         tokio::spawn(async move {
-            let report = tokio::task::spawn_blocking(move || kill_a_console_mid_batch(&database))
-                .await
-                .expect("the killing task");
+            let report = tokio::task::spawn_blocking(move || {
+                kill_a_console_mid_batch(&database, &holds_a_batch)
+            })
+            .await
+            .expect("the killing task");
             tokio::time::sleep(claim_life + Duration::from_millis(500)).await;
             lapsed.store(true, Ordering::SeqCst);
             report
@@ -456,9 +465,13 @@ async fn eight_reviewers_and_four_importers_decide_every_message_once_though_one
         let store = Store::connect(&t.scratch.database).await.expect("console");
         let importing_done = importing_done.clone();
         let dead_claims_lapsed = dead_claims_lapsed.clone();
+        let console_holds_a_batch = console_holds_a_batch.clone();
         reviewers.push(tokio::spawn(async move {
             let name = format!("reviewer-{reviewer}");
             let mut decided = 0_u64;
+            while !console_holds_a_batch.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             loop {
                 let finished = importing_done.load(Ordering::SeqCst)
                     && dead_claims_lapsed.load(Ordering::SeqCst);
