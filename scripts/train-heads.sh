@@ -52,6 +52,9 @@ if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep 
   readings=(--reading toxic:contempt=prompt_guard/heads/authored-contempt.jsonl --reading-budget 0.002
     --reading-layers 16)
 fi
+# authored-writers-harassment.jsonl (three English writers' contempt and civil criticism, session
+# 56) labels harassment alone: toxic trained on it ranked the English public sources lower
+# (README, "English contempt for harassment alone").
 # authored-writers.jsonl (eleven helper writers' reports, untargeted profanity, civil criticism,
 # contempt, direct abuse, threats and their look-alikes) labels only toxic and harassment (its
 # threats harassment alone), so the other heads train as before (README, "Eight writers").
@@ -79,6 +82,7 @@ cargo run --release --locked -p aegis-cli -- train \
     --data prompt_guard/heads/authored-benign.jsonl \
     --data prompt_guard/heads/benign-real.jsonl \
     --data prompt_guard/heads/authored-writers.jsonl \
+    --data prompt_guard/heads/authored-writers-harassment.jsonl \
     --layers "$layers" \
     --tune-thresholds \
     --benign-budget 0.01 \

@@ -127,6 +127,13 @@ pub struct TrainArgs {
     #[cfg(feature = "lab")]
     #[arg(long, value_name = "FILE")]
     pub out_of_fold: Option<PathBuf>,
+    /// Write every training row's out-of-fold score (the head's, under --validation; the
+    /// scores its ROC AUC is read from) to FILE as JSON lines, so that two runs on different
+    /// data can be compared on the rows they share (`scripts/research/compare-scores.py`).
+    /// Research: built with the `lab` feature.
+    #[cfg(feature = "lab")]
+    #[arg(long, value_name = "FILE")]
+    pub scores_out: Option<PathBuf>,
     /// Where features are cached (default: the platform cache folder, aegis/features).
     #[arg(long, env = "AEGIS_FEATURE_CACHE")]
     pub feature_cache: Option<PathBuf>,
@@ -350,6 +357,8 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
     let prompts = args.guard.prompts_dir()?;
     let live_dir = heads_dir(&prompts, guard.encoder().is_some());
     let out_dir = args.out.clone().unwrap_or_else(|| live_dir.clone());
+    #[cfg(feature = "lab")]
+    let mut scores_out = crate::train_report::ScoresFile::create(args.scores_out.as_deref())?;
     for key in &keys {
         let started = Instant::now();
         let options = TrainOptions {
@@ -384,6 +393,8 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
             args.tune_thresholds.then_some(args.benign_budget),
         )?;
         print_report(&fitted.trained);
+        #[cfg(feature = "lab")]
+        scores_out.write(&fitted.trained, &usable)?;
         eprintln!(
             "{key}: trained in {:.1} s (features read beforehand)",
             started.elapsed().as_secs_f64()

@@ -53,6 +53,62 @@ pub(crate) fn print_sources(t: &ValidatorTraining, threshold: f64) {
     }
 }
 
+/// `aegis train --scores-out FILE`: one JSON line per row each validator trained on, with its
+/// text, language, source group, label and the chosen head's out-of-fold score.
+#[cfg(feature = "lab")]
+pub(crate) struct ScoresFile(Option<(std::path::PathBuf, std::io::BufWriter<std::fs::File>)>);
+
+#[cfg(feature = "lab")]
+impl ScoresFile {
+    pub(crate) fn create(path: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let Some(path) = path else {
+            return Ok(Self(None));
+        };
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("cannot write --scores-out {}", path.display()))?;
+        Ok(Self(Some((
+            path.to_path_buf(),
+            std::io::BufWriter::new(file),
+        ))))
+    }
+
+    /// `rows` is every usable row; those unlabelled for the validator were skipped by training,
+    /// so are here.
+    pub(crate) fn write(
+        &mut self,
+        t: &ValidatorTraining,
+        rows: &[aegis_guard::LabelledMessage],
+    ) -> anyhow::Result<()> {
+        use anyhow::Context;
+        use std::io::Write;
+        let Some((path, out)) = &mut self.0 else {
+            return Ok(());
+        };
+        let labelled = rows.iter().filter(|m| m.label(&t.key).is_some());
+        let scored = labelled
+            .zip(&t.groups)
+            .zip(&t.labels)
+            .zip(&t.chosen.out_of_fold);
+        let written: std::io::Result<()> = scored
+            .map(|(((message, group), label), score)| {
+                let line = serde_json::json!({
+                    "validator": t.key,
+                    "validation": t.chosen.validation.describe(),
+                    "text": message.text,
+                    "lang": message.language(),
+                    "group": group,
+                    "label": label,
+                    "score": score,
+                });
+                writeln!(out, "{line}")
+            })
+            .collect::<std::io::Result<()>>()
+            .and_then(|()| out.flush());
+        written.with_context(|| format!("cannot write --scores-out {}", path.display()))
+    }
+}
+
 fn auc(m: Option<&CvMetrics>) -> String {
     m.and_then(|m| m.roc_auc)
         .map_or_else(|| "-".to_string(), |a| format!("{a:.3}"))
