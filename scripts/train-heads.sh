@@ -54,7 +54,7 @@ if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep 
 fi
 # authored-writers-harassment.jsonl (three English writers' contempt and civil criticism, session
 # 56) labels harassment alone: toxic trained on it ranked the English public sources lower
-# (README, "English contempt for harassment alone").
+# (README, on authored-writers-harassment.jsonl).
 # authored-writers.jsonl (eleven helper writers' reports, untargeted profanity, civil criticism,
 # contempt, direct abuse, threats and their look-alikes) labels only toxic and harassment (its
 # threats harassment alone), so the other heads train as before (README, "Eight writers").
