@@ -86,6 +86,15 @@ impl ScoresFile {
             return Ok(());
         };
         let labelled = rows.iter().filter(|m| m.label(&t.key).is_some());
+        // Training keeps the labelled rows in input order; zip would silently pair the wrong
+        // texts with scores if that ever changed, so a count mismatch is refused.
+        anyhow::ensure!(
+            labelled.clone().count() == t.chosen.out_of_fold.len(),
+            "--scores-out: {} rows labelled for {} but {} out-of-fold scores",
+            labelled.clone().count(),
+            t.key,
+            t.chosen.out_of_fold.len()
+        );
         let scored = labelled
             .zip(&t.groups)
             .zip(&t.labels)
