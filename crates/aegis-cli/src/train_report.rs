@@ -95,12 +95,12 @@ impl ScoresFile {
             t.key,
             t.chosen.out_of_fold.len()
         );
-        let scored = labelled
+        let mut scored = labelled
             .zip(&t.groups)
             .zip(&t.labels)
             .zip(&t.chosen.out_of_fold);
         let written: std::io::Result<()> = scored
-            .map(|(((message, group), label), score)| {
+            .try_for_each(|(((message, group), label), score)| {
                 let line = serde_json::json!({
                     "validator": t.key,
                     "validation": t.chosen.validation.describe(),
@@ -112,7 +112,6 @@ impl ScoresFile {
                 });
                 writeln!(out, "{line}")
             })
-            .collect::<std::io::Result<()>>()
             .and_then(|()| out.flush());
         written.with_context(|| format!("cannot write --scores-out {}", path.display()))
     }
