@@ -85,36 +85,63 @@ impl ScoresFile {
         let Some((path, out)) = &mut self.0 else {
             return Ok(());
         };
-        let labelled = rows.iter().filter(|m| m.label(&t.key).is_some());
-        // Training keeps the labelled rows in input order; zip would silently pair the wrong
-        // texts with scores if that ever changed, so a count mismatch is refused.
-        anyhow::ensure!(
-            labelled.clone().count() == t.chosen.out_of_fold.len(),
-            "--scores-out: {} rows labelled for {} but {} out-of-fold scores",
-            labelled.clone().count(),
-            t.key,
-            t.chosen.out_of_fold.len()
-        );
-        let mut scored = labelled
-            .zip(&t.groups)
-            .zip(&t.labels)
-            .zip(&t.chosen.out_of_fold);
-        let written: std::io::Result<()> = scored
-            .try_for_each(|(((message, group), label), score)| {
-                let line = serde_json::json!({
-                    "validator": t.key,
-                    "validation": t.chosen.validation.describe(),
-                    "text": message.text,
-                    "lang": message.language(),
-                    "group": group,
-                    "label": label,
-                    "score": score,
-                });
-                writeln!(out, "{line}")
-            })
+        let lines = score_lines(
+            &t.key,
+            t.chosen.validation.describe(),
+            rows,
+            &t.groups,
+            &t.labels,
+            &t.chosen.out_of_fold,
+        )?;
+        let written: std::io::Result<()> = lines
+            .iter()
+            .try_for_each(|line| writeln!(out, "{line}"))
             .and_then(|()| out.flush());
         written.with_context(|| format!("cannot write --scores-out {}", path.display()))
     }
+}
+
+/// One JSON line per row labelled for validator `key`, paired in order with training's groups,
+/// labels and out-of-fold scores (training keeps the labelled rows in input order).
+#[cfg(feature = "lab")]
+fn score_lines(
+    key: &str,
+    validation: &str,
+    rows: &[aegis_guard::LabelledMessage],
+    groups: &[String],
+    labels: &[bool],
+    out_of_fold: &[f64],
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let labelled: Vec<_> = rows.iter().filter(|m| m.label(key).is_some()).collect();
+    // zip would silently pair the wrong texts with scores if the counts ever parted, so a
+    // mismatch is refused.
+    anyhow::ensure!(
+        labelled.len() == out_of_fold.len()
+            && groups.len() == out_of_fold.len()
+            && labels.len() == out_of_fold.len(),
+        "--scores-out: {} rows labelled for {key} but {} groups, {} labels, {} out-of-fold scores",
+        labelled.len(),
+        groups.len(),
+        labels.len(),
+        out_of_fold.len()
+    );
+    Ok(labelled
+        .iter()
+        .zip(groups)
+        .zip(labels)
+        .zip(out_of_fold)
+        .map(|(((message, group), label), score)| {
+            serde_json::json!({
+                "validator": key,
+                "validation": validation,
+                "text": message.text,
+                "lang": message.language(),
+                "group": group,
+                "label": label,
+                "score": score,
+            })
+        })
+        .collect())
 }
 
 fn auc(m: Option<&CvMetrics>) -> String {
@@ -332,5 +359,64 @@ impl ProgressLines {
             100.0 * self.done as f64 / self.total.max(1) as f64,
             left
         );
+    }
+}
+
+#[cfg(all(test, feature = "lab"))]
+mod tests {
+    use super::score_lines;
+    use aegis_guard::LabelledMessage;
+
+    fn row(text: &str, toxic: Option<bool>) -> LabelledMessage {
+        LabelledMessage {
+            id: None,
+            text: text.to_string(),
+            lang: Some("en".to_string()),
+            labels: [("toxic".to_string(), toxic)].into_iter().collect(),
+            source: None,
+            kind: None,
+        }
+    }
+
+    #[test]
+    fn scores_pair_with_the_rows_labelled_for_the_validator_skipping_the_rest() {
+        let rows = [
+            row("first", Some(true)),
+            row("unlabelled", None),
+            row("third", Some(false)),
+        ];
+        let groups = ["a".to_string(), "b".to_string()];
+        let lines = score_lines(
+            "toxic",
+            "folds",
+            &rows,
+            &groups,
+            &[true, false],
+            &[0.9, 0.1],
+        )
+        .expect("counts agree");
+        let pairs: Vec<(&str, &str, f64)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["text"].as_str().unwrap(),
+                    l["group"].as_str().unwrap(),
+                    l["score"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(pairs, [("first", "a", 0.9), ("third", "b", 0.1)]);
+        assert_eq!(lines[1]["label"], false);
+    }
+
+    #[test]
+    fn a_count_mismatch_is_refused_rather_than_misaligned() {
+        let rows = [row("first", Some(true)), row("second", Some(false))];
+        let groups = ["a".to_string()];
+        let refused = score_lines("toxic", "folds", &rows, &groups, &[true], &[0.9]);
+        let message = refused
+            .expect_err("two labelled rows, one score")
+            .to_string();
+        assert!(message.contains("2 rows labelled for toxic"), "{message}");
     }
 }
