@@ -6,7 +6,10 @@ on, so a candidate that adds rows of a hard kind (contempt without a rude word, 
 there by what it added, not by what it learned. This reads the out-of-fold scores each run wrote
 with `--scores-out FILE` and compares the two on the rows both trained on with the same label
 (matched by validator and text), per validator and language, and on the public sources' rows
-alone (groups not written by the project: every `aegis_*` group left out).
+alone (groups not written by the project: every `aegis_*` group left out). `--by-source` adds
+each public source on its own (the rows of one source, ranked among themselves): the pooled
+public figure mixes sources whose scores sit at different heights, so a fall inside one source
+can hide behind the pooling.
 
     target/release/aegis train ... --scores-out BASE.jsonl     # the shipped data
     target/release/aegis train ... --scores-out CAND.jsonl     # the candidate's
@@ -47,6 +50,8 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("base")
     parser.add_argument("candidate")
+    parser.add_argument("--by-source", action="store_true",
+                        help="also each public source's rows on their own")
     args = parser.parse_args()
     base, cand = read(args.base), read(args.candidate)
     shared = [k for k in base if k in cand and base[k][0] == cand[k][0]]
@@ -57,18 +62,21 @@ def main():
         scopes = ["all", lang]
         if not group.startswith("aegis_"):
             scopes += ["public", f"public {lang}"]
+            if args.by_source:
+                # A group's name is the source then its provenance in brackets.
+                scopes.append(group.split(" ")[0])
         for scope in scopes:
             cells[(validator, scope)][0].append((label, base[key][1]))
             cells[(validator, scope)][1].append((label, cand[key][1]))
     only_cand = sum(1 for k in cand if k not in base)
     print(f"{len(shared)} rows in both runs; {only_cand} only in the candidate's")
-    print(f"{'validator':<12} {'rows':<10} {'n':>6} {'pos':>5} {'base':>7} {'cand':>7} {'diff':>7}")
+    print(f"{'validator':<12} {'rows':<24} {'n':>6} {'pos':>5} {'base':>7} {'cand':>7} {'diff':>7}")
     for (validator, scope), (b, c) in sorted(cells.items()):
         ab, ac = roc_auc(b), roc_auc(c)
         if ab is None or ac is None:
             continue
         positives = sum(1 for label, _ in b if label)
-        print(f"{validator:<12} {scope:<10} {len(b):>6} {positives:>5} {ab:>7.4f} {ac:>7.4f} "
+        print(f"{validator:<12} {scope:<24} {len(b):>6} {positives:>5} {ab:>7.4f} {ac:>7.4f} "
               f"{ac - ab:>+7.4f}")
 
 
