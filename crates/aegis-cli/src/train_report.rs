@@ -362,7 +362,8 @@ impl ProgressLines {
     }
 }
 
-#[cfg(all(test, feature = "lab"))]
+#[cfg(feature = "lab")]
+#[cfg(test)]
 mod tests {
     use super::score_lines;
     use aegis_guard::LabelledMessage;
