@@ -71,7 +71,11 @@ if [ "$layers" = embedding ]; then
     fi
   done
 fi
-cargo run --release --locked -p aegis-cli -- train \
+# AEGIS_TRAIN_FEATURES=lab builds the research flags in (`--scores-out`, for
+# scripts/research/baseline-auc.sh).
+features=()
+[ -z "${AEGIS_TRAIN_FEATURES:-}" ] || features=(--features "$AEGIS_TRAIN_FEATURES")
+cargo run --release --locked -p aegis-cli ${features[@]+"${features[@]}"} -- train \
     --model default \
     --encoder-weights precise \
     --prompts prompt_guard \

@@ -8,10 +8,10 @@
 #   scripts/research/baseline-auc.sh OUT VALIDATOR [FOLDS...]      # FOLDS default: 4 5 6 7
 #
 # The baseline: c409b5c's six data files and flags (no hidden layer, no writers' rows; toxic's
-# contempt reading as then). Today's: scripts/train-heads.sh's data and flags, with OUT_DATA
-# (space-separated files) in place of its data when set, to measure a candidate's rows. Both leave
-# AMX out as train-heads.sh does and write nothing but OUT. Needs the lab release build
-# (cargo build --release -p aegis-cli --features lab); a dry run takes 15 s to 3 min here.
+# contempt reading as then), trained by the lab release build. Today's: scripts/train-heads.sh
+# itself (built with the lab feature), with EXTRA_DATA (space-separated files) added to its data
+# to measure a candidate's rows. Both leave AMX out and write nothing but OUT; a dry run takes
+# 15 s to 3 min here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1
@@ -22,7 +22,6 @@ folds=("$@")
 baseline=c409b5c
 aegis=target/release/aegis
 heads=prompt_guard/heads
-export AEGIS_CPU_KERNELS_OFF="${AEGIS_CPU_KERNELS_OFF:+$AEGIS_CPU_KERNELS_OFF,}amx-bf16"
 mkdir -p "$out/baseline-data"
 for file in dev-permissive train-1 train-2 authored authored-benign benign-real authored-contempt; do
   git show "$baseline:$heads/$file.jsonl" > "$out/baseline-data/$file.jsonl"
@@ -31,34 +30,29 @@ baseline_data=()
 for file in dev-permissive train-1 train-2 authored authored-benign benign-real; do
   baseline_data+=(--data "$out/baseline-data/$file.jsonl")
 done
-today_data=()
-for file in ${OUT_DATA:-$heads/dev-permissive.jsonl $heads/train-1.jsonl $heads/train-2.jsonl \
-    $heads/authored.jsonl $heads/authored-benign.jsonl $heads/benign-real.jsonl \
-    $heads/authored-writers.jsonl $heads/authored-writers-harassment.jsonl}; do
-  today_data+=(--data "$file")
-done
 baseline_reading=()
-today_reading=()
 if [ "$key" = toxic ]; then
   baseline_reading=(--reading "toxic:contempt=$out/baseline-data/authored-contempt.jsonl"
     --reading-budget 0.002 --reading-layers 16)
-  today_reading=(--reading "toxic:contempt=$heads/authored-contempt.jsonl" --reading-budget 0.002
-    --reading-layers 16)
 fi
-today_hidden=()
-case $key in toxic | harassment) today_hidden=(--hidden "$key:64") ;; esac
-train() { # NAME FOLDS FLAGS...
-  local name=$1 k=$2
-  shift 2
-  "$aegis" train --model default --encoder-weights precise --prompts prompt_guard \
-    --layers embedding --tune-thresholds --benign-budget 0.01 "$@" \
-    --folds "$k" --dry-run --scores-out "$out/$name-$key-$k.jsonl" "$key" \
-    > "$out/$name-$key-$k.log" 2>&1
+extra_data=()
+for file in ${EXTRA_DATA:-}; do
+  extra_data+=(--data "$file")
+done
+train_baseline() { # FOLDS
+  local k=$1
+  AEGIS_CPU_KERNELS_OFF="${AEGIS_CPU_KERNELS_OFF:+$AEGIS_CPU_KERNELS_OFF,}amx-bf16" "$aegis" train --model default --encoder-weights precise --prompts prompt_guard \
+    --layers embedding --tune-thresholds --benign-budget 0.01 \
+    "${baseline_data[@]}" ${baseline_reading[@]+"${baseline_reading[@]}"} \
+    --folds "$k" --dry-run --scores-out "$out/baseline-$key-$k.jsonl" "$key" \
+    > "$out/baseline-$key-$k.log" 2>&1
 }
+cargo build --release --locked -q -p aegis-cli --features lab
 for k in "${folds[@]}"; do
-  train baseline "$k" "${baseline_data[@]}" ${baseline_reading[@]+"${baseline_reading[@]}"}
-  train today "$k" "${today_data[@]}" ${today_reading[@]+"${today_reading[@]}"} \
-    ${today_hidden[@]+"${today_hidden[@]}"}
+  train_baseline "$k"
+  AEGIS_TRAIN_FEATURES=lab scripts/train-heads.sh ${extra_data[@]+"${extra_data[@]}"} \
+    --folds "$k" --dry-run --scores-out "$out/today-$key-$k.jsonl" "$key" \
+    > "$out/today-$key-$k.log" 2>&1
   echo "== $key, $k folds: $baseline's recipe -> today's"
   python3 scripts/research/compare-scores.py --by-source \
     "$out/baseline-$key-$k.jsonl" "$out/today-$key-$k.jsonl"
