@@ -113,29 +113,51 @@ pub(super) trait Tiles {
     fn dot_int8(&mut self, c: usize, a: usize, b: usize);
 }
 
-/// The CPU's own tiles. Making one loads the tile configuration; dropping it releases the
-/// tiles.
-pub(super) struct Amx(());
+/// The CPU's own tiles. Making one saves the thread's tile configuration and loads ours;
+/// dropping it puts the saved one back.
+///
+/// The configuration belongs to the thread, not to us: candle's quantized matmuls configure the
+/// tiles once per thread and remember that they did (a thread-local), and the worker thread runs
+/// both the encoder's products and the guard model's. Releasing the tiles on drop left candle's
+/// next `tilezero` unconfigured (a #UD that killed `aegis serve` on an AMX Xeon); leaving ours
+/// loaded would have had candle compute on our tile shapes. Restoring what was there serves
+/// every other user of the tiles, whatever it assumed.
+pub(super) struct Amx {
+    previous: TileConfig,
+}
 
 impl Amx {
-    /// The tiles configured as [`TileConfig::whole_tiles`] has them.
+    /// The tiles configured as [`TileConfig::whole_tiles`] has them, until dropped.
     ///
     /// # Safety
     /// [`available`] or [`int8_available`] said yes: the CPU has the tiles and Linux granted
     /// their state to this process.
     pub(super) unsafe fn configure() -> Self {
+        let mut previous = TileConfig([0; 64]);
         let config = TileConfig::whole_tiles();
-        // SAFETY: the instruction exists and may run (the caller's promise); it reads the 64
-        // bytes of `config`, a valid palette-1 configuration.
-        unsafe { asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
-        Self(())
+        // SAFETY: the instructions exist and may run (the caller's promise). `sttilecfg` writes
+        // the 64 bytes of `previous` (all zeros where the tiles are unconfigured); `ldtilecfg`
+        // reads the 64 bytes of `config`, a valid palette-1 configuration.
+        unsafe {
+            asm!("sttilecfg [{}]", in(reg) previous.0.as_mut_ptr(), options(nostack));
+            asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly));
+        }
+        Self { previous }
     }
 }
 
 impl Drop for Amx {
     fn drop(&mut self) {
-        // SAFETY: configured in `configure`, so the instruction exists; it only resets the tiles.
-        unsafe { asm!("tilerelease", options(nostack, nomem)) }
+        // SAFETY: configured in `configure`, so the instructions exist. Palette 0 is the
+        // unconfigured state, which `tilerelease` returns to; any other is the configuration
+        // `sttilecfg` read back from the CPU, so `ldtilecfg` accepts it.
+        unsafe {
+            if self.previous.palette() == 0 {
+                asm!("tilerelease", options(nostack, nomem));
+            } else {
+                asm!("ldtilecfg [{}]", in(reg) self.previous.0.as_ptr(), options(nostack, readonly));
+            }
+        }
     }
 }
 
@@ -325,11 +347,17 @@ impl Tiles for Emulated {
     }
 }
 
-/// `ldtilecfg`'s operand: palette 1, all eight tiles 16 rows of 64 bytes.
+/// `ldtilecfg`'s and `sttilecfg`'s operand: ours is palette 1, all eight tiles 16 rows of 64
+/// bytes.
 #[repr(C, align(64))]
 struct TileConfig([u8; 64]);
 
 impl TileConfig {
+    /// The palette: 0 where the tiles are unconfigured.
+    fn palette(&self) -> u8 {
+        self.0[0]
+    }
+
     fn whole_tiles() -> Self {
         let mut bytes = [0u8; 64];
         bytes[0] = 1;
@@ -508,4 +536,53 @@ unsafe fn write(
             )
         };
     }
+}
+
+// The thread's tile configuration as another user of the tiles would leave it, for the test
+// that holds [`Amx`] to putting it back.
+
+/// A palette-1 configuration unlike ours: the tiles of 8 rows by 32 bytes, as candle or any
+/// other library might choose.
+#[cfg(test)]
+pub(super) fn foreign_tile_configuration() -> [u8; 64] {
+    let mut bytes = [0u8; 64];
+    bytes[0] = 1;
+    for tile in 0..8 {
+        bytes[16 + 2 * tile..18 + 2 * tile].copy_from_slice(&32u16.to_le_bytes());
+        bytes[48 + tile] = 8;
+    }
+    bytes
+}
+
+/// Loads [`foreign_tile_configuration`] as the thread's configuration.
+#[cfg(test)]
+pub(super) fn load_foreign_tile_configuration() {
+    assert!(available(), "no tiles to configure");
+    let config = TileConfig(foreign_tile_configuration());
+    // SAFETY: the CPU has the tiles, granted (asserted); `config` is a valid palette-1
+    // configuration.
+    unsafe { asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
+}
+
+/// The thread's configuration: all zeros where the tiles are unconfigured. A `tilezero` on it
+/// first, so a configuration the CPU does not hold faults here and not in a later product.
+#[cfg(test)]
+pub(super) fn thread_tile_configuration() -> [u8; 64] {
+    assert!(available(), "no tiles to read");
+    let mut config = TileConfig([0; 64]);
+    // SAFETY: the instruction exists (asserted); it writes `config`'s 64 bytes.
+    unsafe { asm!("sttilecfg [{}]", in(reg) config.0.as_mut_ptr(), options(nostack)) };
+    if config.palette() != 0 {
+        // SAFETY: the tiles are configured, so tile 0 exists.
+        unsafe { asm!("tilezero tmm0", options(nostack, nomem)) };
+    }
+    config.0
+}
+
+/// The tiles back to unconfigured.
+#[cfg(test)]
+pub(super) fn release_tiles() {
+    assert!(available(), "no tiles to release");
+    // SAFETY: the instruction exists (asserted); it touches no memory.
+    unsafe { asm!("tilerelease", options(nostack, nomem)) };
 }

@@ -317,6 +317,49 @@ fn the_amx_layout_gives_the_product_on_any_cpu_and_amx_runs_only_where_granted()
 }
 
 #[cfg(target_arch = "x86_64")]
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn our_tile_products_leave_the_thread_the_tile_configuration_it_had() {
+    // The worker thread runs candle's Q4_K matmuls, which configure the tiles once per thread
+    // and then rely on it, between the encoder's products: a guard model product, an encoder
+    // product and a model product again must find the model's configuration in place. Both
+    // tile kernels, from a foreign configuration and from none.
+    use super::amx::{
+        available, foreign_tile_configuration, load_foreign_tile_configuration, release_tiles,
+        thread_tile_configuration,
+    };
+    if !available() {
+        eprintln!("no AMX-BF16 on this CPU (or not granted): no tiles to configure");
+        assert!(!KernelKind::supported().contains(&KernelKind::AmxBf16));
+        return;
+    }
+    let int8 = KernelKind::AmxInt8.available();
+    let products = || {
+        check(KernelKind::AmxBf16, 33, 48, 770, false);
+        if int8 {
+            let mut seed = 5;
+            let a: Vec<f32> = (0..33 * 770).map(|_| lcg(&mut seed)).collect();
+            let w: Vec<f32> = (0..48 * 770).map(|_| lcg(&mut seed)).collect();
+            let matrix = Matrix::from_rows(KernelKind::AmxInt8, &w, 48, 770);
+            let mut c = vec![0f32; 33 * 48];
+            matmul(&a, 33, 770, &matrix, &mut c, 48, false);
+            assert_eq!(c, int8_portable(&a, 33, &matrix));
+        }
+    };
+    load_foreign_tile_configuration();
+    products();
+    assert_eq!(
+        thread_tile_configuration(),
+        foreign_tile_configuration(),
+        "the foreign configuration was not put back"
+    );
+    release_tiles();
+    products();
+    let left = thread_tile_configuration();
+    assert_eq!(left, [0; 64], "our products left the tiles configured");
+    eprintln!("AMX-BF16 granted (AMX-INT8: {int8}): products ran between configurations");
+}
+
 #[test]
 fn the_amx_loops_give_the_product_on_tiles_emulated_on_any_cpu() {
     // The tile kernel's blocking, padding and edges, on tiles computed in plain Rust: one
