@@ -133,29 +133,26 @@ impl Amx {
     /// [`available`] or [`int8_available`] said yes: the CPU has the tiles and Linux granted
     /// their state to this process.
     pub(super) unsafe fn configure() -> Self {
-        let mut previous = TileConfig([0; 64]);
-        let config = TileConfig::whole_tiles();
-        // SAFETY: the instructions exist and may run (the caller's promise). `sttilecfg` writes
-        // the 64 bytes of `previous` (all zeros where the tiles are unconfigured); `ldtilecfg`
-        // reads the 64 bytes of `config`, a valid palette-1 configuration.
+        // SAFETY: the instructions exist and may run (the caller's promise); ours is a valid
+        // palette-1 configuration.
         unsafe {
-            asm!("sttilecfg [{}]", in(reg) previous.0.as_mut_ptr(), options(nostack));
-            asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly));
+            let previous = TileConfig::stored();
+            TileConfig::whole_tiles().load();
+            Self { previous }
         }
-        Self { previous }
     }
 }
 
 impl Drop for Amx {
     fn drop(&mut self) {
         // SAFETY: configured in `configure`, so the instructions exist. Palette 0 is the
-        // unconfigured state, which `tilerelease` returns to; any other is the configuration
+        // unconfigured state, which a release returns to; any other is the configuration
         // `sttilecfg` read back from the CPU, so `ldtilecfg` accepts it.
         unsafe {
             if self.previous.palette() == 0 {
-                asm!("tilerelease", options(nostack, nomem));
+                TileConfig::release();
             } else {
-                asm!("ldtilecfg [{}]", in(reg) self.previous.0.as_ptr(), options(nostack, readonly));
+                self.previous.load();
             }
         }
     }
@@ -358,15 +355,49 @@ impl TileConfig {
         self.0[0]
     }
 
+    /// Ours: palette 1, all eight tiles 16 rows of 64 bytes.
     fn whole_tiles() -> Self {
+        Self::uniform(TILE as u8, TILE_ROW_BYTES as u16)
+    }
+
+    /// Palette 1, all eight tiles `rows` rows of `row_bytes` bytes.
+    fn uniform(rows: u8, row_bytes: u16) -> Self {
         let mut bytes = [0u8; 64];
         bytes[0] = 1;
         for tile in 0..8 {
-            let width = u16::try_from(TILE_ROW_BYTES).unwrap_or(u16::MAX);
-            bytes[16 + 2 * tile..18 + 2 * tile].copy_from_slice(&width.to_le_bytes());
-            bytes[48 + tile] = TILE as u8;
+            bytes[16 + 2 * tile..18 + 2 * tile].copy_from_slice(&row_bytes.to_le_bytes());
+            bytes[48 + tile] = rows;
         }
         Self(bytes)
+    }
+
+    /// `ldtilecfg`: this as the thread's configuration.
+    ///
+    /// # Safety
+    /// The CPU has the tiles, granted to this process, and this is a valid configuration.
+    unsafe fn load(&self) {
+        // SAFETY: the caller's promises; the instruction reads this value's 64 bytes.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) self.0.as_ptr(), options(nostack, readonly)) };
+    }
+
+    /// `sttilecfg`: the thread's configuration, all zeros where the tiles are unconfigured.
+    ///
+    /// # Safety
+    /// The CPU has the tiles, granted to this process.
+    unsafe fn stored() -> Self {
+        let mut config = Self([0; 64]);
+        // SAFETY: the caller's promise; the instruction writes `config`'s 64 bytes.
+        unsafe { asm!("sttilecfg [{}]", in(reg) config.0.as_mut_ptr(), options(nostack)) };
+        config
+    }
+
+    /// `tilerelease`: the tiles back to unconfigured.
+    ///
+    /// # Safety
+    /// The CPU has the tiles, granted to this process.
+    unsafe fn release() {
+        // SAFETY: the caller's promise; the instruction touches no memory.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
     }
 }
 
@@ -545,23 +576,15 @@ unsafe fn write(
 /// other library might choose.
 #[cfg(test)]
 pub(super) fn foreign_tile_configuration() -> [u8; 64] {
-    let mut bytes = [0u8; 64];
-    bytes[0] = 1;
-    for tile in 0..8 {
-        bytes[16 + 2 * tile..18 + 2 * tile].copy_from_slice(&32u16.to_le_bytes());
-        bytes[48 + tile] = 8;
-    }
-    bytes
+    TileConfig::uniform(8, 32).0
 }
 
 /// Loads [`foreign_tile_configuration`] as the thread's configuration.
 #[cfg(test)]
 pub(super) fn load_foreign_tile_configuration() {
     assert!(available(), "no tiles to configure");
-    let config = TileConfig(foreign_tile_configuration());
-    // SAFETY: the CPU has the tiles, granted (asserted); `config` is a valid palette-1
-    // configuration.
-    unsafe { asm!("ldtilecfg [{}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
+    // SAFETY: the CPU has the tiles, granted (asserted); the configuration is a valid palette 1.
+    unsafe { TileConfig(foreign_tile_configuration()).load() };
 }
 
 /// The thread's configuration: all zeros where the tiles are unconfigured. A `tilezero` on it
@@ -569,9 +592,8 @@ pub(super) fn load_foreign_tile_configuration() {
 #[cfg(test)]
 pub(super) fn thread_tile_configuration() -> [u8; 64] {
     assert!(available(), "no tiles to read");
-    let mut config = TileConfig([0; 64]);
-    // SAFETY: the instruction exists (asserted); it writes `config`'s 64 bytes.
-    unsafe { asm!("sttilecfg [{}]", in(reg) config.0.as_mut_ptr(), options(nostack)) };
+    // SAFETY: the CPU has the tiles, granted (asserted).
+    let config = unsafe { TileConfig::stored() };
     if config.palette() != 0 {
         // SAFETY: the tiles are configured, so tile 0 exists.
         unsafe { asm!("tilezero tmm0", options(nostack, nomem)) };
@@ -583,6 +605,6 @@ pub(super) fn thread_tile_configuration() -> [u8; 64] {
 #[cfg(test)]
 pub(super) fn release_tiles() {
     assert!(available(), "no tiles to release");
-    // SAFETY: the instruction exists (asserted); it touches no memory.
-    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    // SAFETY: the CPU has the tiles, granted (asserted).
+    unsafe { TileConfig::release() };
 }

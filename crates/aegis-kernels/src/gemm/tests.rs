@@ -317,7 +317,6 @@ fn the_amx_layout_gives_the_product_on_any_cpu_and_amx_runs_only_where_granted()
 }
 
 #[cfg(target_arch = "x86_64")]
-#[cfg(target_arch = "x86_64")]
 #[test]
 fn our_tile_products_leave_the_thread_the_tile_configuration_it_had() {
     // The worker thread runs candle's Q4_K matmuls, which configure the tiles once per thread
@@ -360,6 +359,7 @@ fn our_tile_products_leave_the_thread_the_tile_configuration_it_had() {
     eprintln!("AMX-BF16 granted (AMX-INT8: {int8}): products ran between configurations");
 }
 
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn the_amx_loops_give_the_product_on_tiles_emulated_on_any_cpu() {
     // The tile kernel's blocking, padding and edges, on tiles computed in plain Rust: one
