@@ -10,7 +10,8 @@
 # The baseline: c409b5c's six data files and flags (no hidden layer, no writers' rows; toxic's
 # contempt reading as then), trained by the lab release build. Today's: scripts/train-heads.sh
 # itself (built with the lab feature), with EXTRA_DATA (space-separated files) added to its data
-# to measure a candidate's rows. Both leave AMX out and write nothing but OUT; a dry run takes
+# to measure a candidate's rows, and EXTRA_ARGS (space-separated) added to its flags to measure a
+# candidate's training (`EXTRA_ARGS="--by-language harassment"`). Both leave AMX out and write nothing but OUT; a dry run takes
 # 15 s to 3 min here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +40,8 @@ extra_data=()
 for file in ${EXTRA_DATA:-}; do
   extra_data+=(--data "$file")
 done
+read -r -a extra_args <<<"${EXTRA_ARGS:-}"
+
 train_baseline() { # FOLDS
   local k=$1
   AEGIS_CPU_KERNELS_OFF="${AEGIS_CPU_KERNELS_OFF:+$AEGIS_CPU_KERNELS_OFF,}amx-bf16" "$aegis" train --model default --encoder-weights precise --prompts prompt_guard \
@@ -51,7 +54,7 @@ cargo build --release --locked -q -p aegis-cli --features lab
 for k in "${folds[@]}"; do
   train_baseline "$k"
   AEGIS_TRAIN_FEATURES=lab scripts/train-heads.sh ${extra_data[@]+"${extra_data[@]}"} \
-    --folds "$k" --dry-run --scores-out "$out/today-$key-$k.jsonl" "$key" \
+    ${extra_args[@]+"${extra_args[@]}"} --folds "$k" --dry-run --scores-out "$out/today-$key-$k.jsonl" "$key" \
     > "$out/today-$key-$k.log" 2>&1
   echo "== $key, $k folds: $baseline's recipe -> today's"
   python3 scripts/research/compare-scores.py --by-source \

@@ -242,6 +242,7 @@ fn score_validator<'e>(
                     features: embedding(fold, i)?.clone(),
                     label: m.label(key)?,
                     language: m.language(),
+                    detected_language: aegis_guard::Language::detect(&m.text).code().into(),
                     group: m.source_group(),
                     taught: false,
                 })
@@ -259,16 +260,16 @@ fn score_validator<'e>(
                 return Err(e).with_context(|| format!("{key}: the head without fold {}", fold + 1))
             }
         };
+        // Trained with the default options, the head has one map for every language.
+        let probability = |x: &[f32]| head.probability(x, "");
         for (i, m) in trained_on.iter().enumerate() {
             if fold_of[i] == fold && m.label(key).is_some() {
-                out_of_fold[i] = embedding(fold, i)
-                    .map(|x| head.probability(x))
-                    .transpose()?;
+                out_of_fold[i] = embedding(fold, i).map(|x| probability(x)).transpose()?;
             }
         }
         for (s, sum) in sums.iter_mut().enumerate() {
             if let Some(x) = embedding(fold, trained_on.len() + s) {
-                sum.0 += head.probability(x)?;
+                sum.0 += probability(x)?;
                 sum.1 += 1;
             }
         }

@@ -236,6 +236,23 @@ pub(crate) fn print_report(t: &ValidatorTraining) {
         chosen.folds,
         chosen.validation.describe()
     );
+    if t.head.training.by_language {
+        let mapped: Vec<&str> = chosen
+            .languages
+            .iter()
+            .map(|m| m.language.as_str())
+            .collect();
+        println!(
+            "{:<18} a map per language for {} (each scored on its own map out of fold); {}",
+            t.key,
+            if mapped.is_empty() {
+                "none".to_string()
+            } else {
+                mapped.join(", ")
+            },
+            "other languages read the map on every row"
+        );
+    }
 }
 
 /// The head on the author's own examples, out of fold: the figure to trust for a taught policy.

@@ -28,6 +28,11 @@ impl Guard {
             output,
         };
         let seen = turn_to_read(text, &analysis.turn);
+        // The language a head's map is chosen by: always what the text reads as, since the maps
+        // were trained on what their rows read as (a configured reply language changes only the
+        // rejection's language).
+        let detected = Language::detect(text);
+        let read_as = detected.code();
         let mut results = Vec::with_capacity(self.validators.len());
         let mut skipped = Vec::new();
         for ((v, head), answer) in self
@@ -55,7 +60,7 @@ impl Guard {
                     };
                     head_input(&features, analysis.encoding.as_ref(), encoder)
                 };
-                head.probability(&input, &layers_input)
+                head.probability(&input, read_as, &layers_input)
                     .map_err(|e| head_failed(e.to_string()))
             };
             let (learned, readings) = match head {
@@ -116,7 +121,7 @@ impl Guard {
             .iter()
             .filter(|v| results.iter().any(|r| r.key == v.key && !r.passed))
             .collect();
-        let language = self.language.unwrap_or_else(|| Language::detect(text));
+        let language = self.language.unwrap_or(detected);
         let (status, case, rejection_message) = if failed.is_empty() {
             (Status::Passed, "aman".to_string(), String::new())
         } else {

@@ -172,11 +172,13 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
             threshold: None,
             out_of_fold: None,
             hidden: None,
+            by_language: false,
             features_arithmetic: None,
         },
         weights,
         hidden: None,
         bias,
+        languages: Vec::new(),
         readings: Vec::new(),
         content_hash: String::new(),
     }
@@ -424,6 +426,41 @@ fn an_encoder_head_decides_from_the_embedding_and_the_decoder_is_not_asked() {
         "{err}"
     );
     assert_eq!(encoder.embedded.load(Ordering::Relaxed), 2, "refused first");
+}
+
+/// A head with a map for Indonesian scores a message the guard reads as Indonesian by that map,
+/// and an English one by its own, whatever language the rejection is configured to answer in.
+#[test]
+fn a_message_is_scored_by_the_map_of_the_language_it_reads_as() {
+    let encoder = Arc::new(FakeEncoder::new());
+    // Own map: fails from ten words on; Indonesian map: from one.
+    let mut head = encoder_head("toxic", vec![1.0, -10.0], 0.0);
+    head.languages.push(aegis_heads::LanguageMap {
+        language: "id".into(),
+        weights: vec![1.0, -1.0],
+        bias: 0.0,
+        hidden: None,
+    });
+    let guard = Guard::new(
+        Arc::new(FakeModel::new(vec![])),
+        vec![validator("toxic", 1)],
+    )
+    .with_encoder(Some(encoder))
+    .with_head(head)
+    .expect("bound to the fake encoder");
+    let indonesian = "kamu bodoh sekali dan tidak berguna";
+    let english = "what a lovely day it is today";
+    assert!(!guard.check(indonesian).expect("verdict").results[0].passed);
+    assert!(guard.check(english).expect("verdict").results[0].passed);
+    let answering_in_indonesian = guard.with_language(Some(Language::Indonesian));
+    assert!(
+        answering_in_indonesian
+            .check(english)
+            .expect("verdict")
+            .results[0]
+            .passed,
+        "the reply's language does not pick the map"
+    );
 }
 
 #[test]

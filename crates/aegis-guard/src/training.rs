@@ -164,6 +164,10 @@ pub fn train_validator(
         .filter_map(|(m, f)| m.label(key).map(|label| (m, f, label)))
         .collect();
     let languages: Vec<String> = rows.iter().map(|(m, _, _)| m.language()).collect();
+    let detected: Vec<&str> = rows
+        .iter()
+        .map(|(m, _, _)| Language::detect(&m.text).code())
+        .collect();
     let labels: Vec<bool> = rows.iter().map(|(_, _, l)| *l).collect();
     let prompt = rows
         .iter()
@@ -176,11 +180,12 @@ pub fn train_validator(
         .map(|scores| quality(&scores, &labels, &languages));
     let examples = |layers: &[usize]| -> Vec<Example> {
         rows.iter()
-            .zip(&languages)
-            .map(|((m, f, label), language)| Example {
+            .zip(languages.iter().zip(&detected))
+            .map(|((m, f, label), (language, detected))| Example {
                 features: f.input(layers),
                 label: *label,
                 language: language.clone(),
+                detected_language: detected.to_string(),
                 group: m.source_group(),
                 taught: m.is_taught(),
             })
@@ -262,6 +267,7 @@ pub fn train_validator(
             threshold: None,
             out_of_fold: None,
             hidden: chosen.hidden.as_ref().and(options.hidden.clone()),
+            by_language: options.by_language,
             features_arithmetic: Some(match guard.encoder() {
                 Some(encoder) => encoder.info().weight_format.clone(),
                 None => guard.model().info().weight_format.clone(),
@@ -270,6 +276,7 @@ pub fn train_validator(
         weights: chosen.weights.clone(),
         bias: chosen.bias,
         hidden: chosen.hidden.clone(),
+        languages: chosen.languages.clone(),
         readings: Vec::new(),
         content_hash: String::new(),
     };

@@ -121,6 +121,11 @@ pub struct Head {
     /// that does not know the field refuses the file rather than score without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<HiddenLayer>,
+    /// Maps of their own for the messages of some languages (issue 64), each in place of the
+    /// head's own map for a message the guard detects in that language; the head's own map
+    /// (trained on every row) scores the rest. Readings apply alike to every language.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<LanguageMap>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readings: Vec<Reading>,
     /// sha256 of the bytes the head was read from (hex), so a verdict can name the head version
@@ -173,6 +178,15 @@ impl Head {
         if let Some(hidden) = &head.hidden {
             hidden.check(head.weights.len()).map_err(invalid)?;
         }
+        for (at, map) in head.languages.iter().enumerate() {
+            if head.languages[..at]
+                .iter()
+                .any(|m| m.language == map.language)
+            {
+                return Err(invalid(format!("language {:?} has two maps", map.language)));
+            }
+            map.check(head.weights.len()).map_err(invalid)?;
+        }
         for reading in &head.readings {
             if let Some(layers) = &reading.layers {
                 if layers.is_empty() || layers.contains(&0) || head.features.encoder.is_decoder() {
@@ -216,9 +230,19 @@ impl Head {
 
     /// Calibrated probability that the features show a violation; with readings, the highest of
     /// theirs and the head's (each aligned to the head's threshold). `input` is the head's own;
-    /// `layers_input` gives a reading that reads other layers the means of those.
-    pub fn probability(&self, input: &[f32], layers_input: &LayersInput) -> Result<f32> {
-        let mut p = probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)?;
+    /// `language` (a code, `id` or `en`) is the one the guard detects in the message and picks
+    /// its language's map where the head has one; `layers_input` gives a reading that reads
+    /// other layers the means of those.
+    pub fn probability(
+        &self,
+        input: &[f32],
+        language: &str,
+        layers_input: &LayersInput,
+    ) -> Result<f32> {
+        let mut p = match self.languages.iter().find(|m| m.language == language) {
+            Some(map) => map.probability(input)?,
+            None => probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)?,
+        };
         for reading in &self.readings {
             let own;
             let features = match &reading.layers {
@@ -245,6 +269,49 @@ impl Head {
         self.readings
             .iter()
             .flat_map(|r| r.layers.iter().flatten().copied())
+    }
+}
+
+/// One language's map (issue 64): a linear map, and a hidden layer where the head has one,
+/// trained on the rows of that language alone and calibrated on their out-of-fold scores. Why: a
+/// map shared by both languages trades one's ranking for the other's (the Indonesian writers'
+/// rows that taught harassment its Indonesian contempt lowered its ranking of English public
+/// sources); a map per language gives that back but learns each language from half the rows
+/// (heads README, "A map per language").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageMap {
+    /// The language code (`id`, `en`) the guard detects in the messages this map scores.
+    pub language: String,
+    pub weights: Vec<f32>,
+    pub bias: f32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<HiddenLayer>,
+}
+
+impl LanguageMap {
+    pub fn probability(&self, input: &[f32]) -> Result<f64> {
+        probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)
+    }
+
+    /// Why the map cannot stand beside a head whose own map reads inputs of `width`.
+    fn check(&self, width: usize) -> std::result::Result<(), String> {
+        if self.weights.len() != width
+            || !self.bias.is_finite()
+            || self.weights.iter().any(|w| !w.is_finite())
+        {
+            return Err(format!(
+                "the map for language {:?} has weights of another width than the head's or \
+                 not finite",
+                self.language
+            ));
+        }
+        match &self.hidden {
+            Some(hidden) => hidden
+                .check(width)
+                .map_err(|why| format!("the map for language {:?}: {why}", self.language)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -335,11 +402,13 @@ mod tests {
                 threshold: None,
                 out_of_fold: None,
                 hidden: None,
+                by_language: false,
                 features_arithmetic: None,
             },
             weights: vec![1.0, -2.0],
             bias: 0.5,
             hidden: None,
+            languages: Vec::new(),
             readings: Vec::new(),
             content_hash: String::new(),
         }
@@ -363,16 +432,20 @@ mod tests {
         // Exactly at its own threshold it scores the head's (x1 = 3 keeps the head's map low).
         let at = 1.0 + logit(0.6);
         let p = with_reading
-            .probability(&[at as f32, 3.0], &no_layers)
+            .probability(&[at as f32, 3.0], "en", &no_layers)
             .expect("width");
         assert!((f64::from(p) - 0.25).abs() < 1e-5, "{p}");
         for x0 in [-3.0f32, 0.0, 1.0, 1.5, 4.0, 6.0] {
             let p = f64::from(
                 with_reading
-                    .probability(&[x0, 3.0], &no_layers)
+                    .probability(&[x0, 3.0], "en", &no_layers)
                     .expect("width"),
             );
-            let head_alone = f64::from(head().probability(&[x0, 3.0], &no_layers).expect("width"));
+            let head_alone = f64::from(
+                head()
+                    .probability(&[x0, 3.0], "en", &no_layers)
+                    .expect("width"),
+            );
             assert!(p >= head_alone - 1e-7, "never below the head's own score");
             assert_eq!(p >= 0.25, own(f64::from(x0)) >= 0.6 || head_alone >= 0.25);
         }
@@ -417,14 +490,16 @@ mod tests {
         };
         // The head's own map alone: sigmoid(0 - 2 * 5 + 0.5), far below; the reading: sigmoid(9).
         let p = with_reading
-            .probability(&[0.0, 5.0], &layers_input)
+            .probability(&[0.0, 5.0], "en", &layers_input)
             .expect("widths");
         assert!((f64::from(p) - sigmoid(9.0)).abs() < 1e-6, "{p}");
         assert_eq!(asked.into_inner(), vec![vec![16]]);
         let failing = |_: &[usize]| -> std::result::Result<Vec<f32>, String> {
             Err("the encoder did not read layer 16".into())
         };
-        let err = with_reading.probability(&[0.0, 5.0], &failing).unwrap_err();
+        let err = with_reading
+            .probability(&[0.0, 5.0], "en", &failing)
+            .unwrap_err();
         assert!(err.to_string().contains("layer 16"), "{err}");
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("toxic.json");
@@ -452,7 +527,7 @@ mod tests {
         });
         // linear: 1 - 2 * 1 + 0.5 = -0.5; units: relu(1) * 2 + relu(-1 + 0.5) * 1 = 2
         let p = with_hidden
-            .probability(&[1.0, 1.0], &no_layers)
+            .probability(&[1.0, 1.0], "en", &no_layers)
             .expect("width");
         assert!((f64::from(p) - sigmoid(1.5)).abs() < 1e-6, "{p}");
         let dir = tempfile::tempdir().expect("tempdir");
@@ -467,16 +542,65 @@ mod tests {
         assert!(err.contains("hidden layer"), "{err}");
     }
 
+    /// A message the guard detects in a language with a map of its own is scored by that map;
+    /// others by the head's own. A map of another width, or a language mapped twice, is refused
+    /// when the head is read.
+    #[test]
+    fn a_language_map_scores_that_languages_messages_and_is_checked_when_read() {
+        let mut with_map = head();
+        with_map.languages.push(LanguageMap {
+            language: "id".into(),
+            weights: vec![-1.0, 1.0],
+            bias: 0.0,
+            hidden: Some(HiddenLayer {
+                weights: vec![1.0, 1.0],
+                bias: vec![0.0],
+                out: vec![1.0],
+            }),
+        });
+        let input = [1.0f32, 2.0];
+        // Own map: 1 - 4 + 0.5; Indonesian map: -1 + 2 + relu(3) * 1.
+        let en = with_map.probability(&input, "en", &no_layers).expect("en");
+        let id = with_map.probability(&input, "id", &no_layers).expect("id");
+        assert!((f64::from(en) - sigmoid(-2.5)).abs() < 1e-6, "{en}");
+        assert!((f64::from(id) - sigmoid(4.0)).abs() < 1e-6, "{id}");
+        assert_eq!(
+            with_map.probability(&input, "fr", &no_layers).expect("fr"),
+            en,
+            "a language without a map of its own reads the head's"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("harassment.json");
+        with_map.save(&path).expect("save");
+        assert_eq!(
+            Head::load(&path).expect("load").languages,
+            with_map.languages
+        );
+        let mut twice = with_map.clone();
+        twice.languages.push(twice.languages[0].clone());
+        twice.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("two maps"), "{err}");
+        with_map.languages[0].weights.push(0.0);
+        with_map.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("language \"id\""), "{err}");
+        // A head without maps writes nothing of them: files from before stay byte for byte.
+        head().save(&path).expect("save");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("languages"), "{text}");
+    }
+
     #[test]
     fn probability_is_the_folded_linear_map() {
         let p = head()
-            .probability(&[1.0, 1.0], &no_layers)
+            .probability(&[1.0, 1.0], "en", &no_layers)
             .expect("width matches");
         assert!((p as f64 - sigmoid(-0.5)).abs() < 1e-6);
-        assert!(head().probability(&[1.0], &no_layers).is_err());
+        assert!(head().probability(&[1.0], "en", &no_layers).is_err());
         // Extreme inputs stay probabilities instead of overflowing.
         assert_eq!(
-            head().probability(&[1e30, -1e30], &no_layers).ok(),
+            head().probability(&[1e30, -1e30], "en", &no_layers).ok(),
             Some(1.0)
         );
     }

@@ -23,7 +23,9 @@ mod weights;
 pub use error::{HeadError, Result};
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
 pub use folds::source_folds;
-pub use head::{candidate_label, Encoder, Features, Head, LayersInput, ModelBinding, HEAD_FORMAT};
+pub use head::{
+    candidate_label, Encoder, Features, Head, LanguageMap, LayersInput, ModelBinding, HEAD_FORMAT,
+};
 pub use hidden::{HiddenLayer, HiddenOptions};
 pub use metrics::{roc_auc, BinaryMetrics};
 pub use reading::Reading;

@@ -77,6 +77,10 @@ pub struct TrainingRecord {
     /// (the Teach view) trains the same kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<HiddenOptions>,
+    /// Trained with a map per language (`aegis train --by-language`): the head's `languages`
+    /// hold them, and retraining it (the Teach view) trains them again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_language: bool,
     /// How the features it learned from were computed: the encoder's weight format and the CPU
     /// kernels that ran it (the encoder's weight format, `bf16 layers (amx-bf16 kernels), …`).
     /// Kernel kinds differ in their last bits (AMX tiles and AVX-512 BF16 run the same bf16

@@ -14,7 +14,7 @@ use ndarray::{Array1, Array2};
 use crate::error::{HeadError, Result};
 use crate::fold_fits::{FoldFit, FoldSplit, LinearModel, Standardised};
 use crate::folds::{source_folds, stratified_folds};
-use crate::head::sigmoid;
+use crate::head::{sigmoid, LanguageMap};
 use crate::hidden::{HiddenLayer, HiddenOptions};
 use crate::metrics::{binary_metrics, roc_auc};
 use crate::record::{CvMetrics, Validation};
@@ -27,6 +27,10 @@ pub struct Example {
     pub label: bool,
     /// Reported separately in the metrics (`id`, `en`).
     pub language: String,
+    /// The language the guard detects in the message (`id`, `en`): with
+    /// [`TrainOptions::by_language`] it picks the map that learns from the row, as it picks the
+    /// map that scores the message at run time (a row's stated language can differ).
+    pub detected_language: String,
     /// Where the row came from (its source, or for authored rows their kind): validation by
     /// source keeps a group's rows on one side of every split.
     pub group: String,
@@ -45,6 +49,9 @@ pub struct TrainOptions {
     pub validation: Validation,
     /// A hidden layer trained beside the linear map, at the strength chosen for it.
     pub hidden: Option<HiddenOptions>,
+    /// Also a map per detected language, trained on that language's rows alone, where they hold
+    /// at least [`MIN_LANGUAGE_CLASS_ROWS`] of each class (issue 64).
+    pub by_language: bool,
 }
 
 impl Default for TrainOptions {
@@ -54,9 +61,15 @@ impl Default for TrainOptions {
             alphas: vec![0.1, 1.0, 10.0, 100.0, 1_000.0, 10_000.0],
             validation: Validation::BySource,
             hidden: None,
+            by_language: false,
         }
     }
 }
+
+/// Rows of each class a language needs for a map of its own: fewer cannot choose a strength and
+/// a calibration on held-out sources of that language alone, and its messages share the head's
+/// map instead.
+pub const MIN_LANGUAGE_CLASS_ROWS: usize = 30;
 
 /// Out-of-fold quality under one way of splitting.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +85,9 @@ pub struct Trained {
     pub bias: f32,
     /// With [`TrainOptions::hidden`], its layer, calibration folded in as in `weights`.
     pub hidden: Option<HiddenLayer>,
+    /// With [`TrainOptions::by_language`], the languages' own maps; their rows' out-of-fold
+    /// scores (and so `cv`) are their map's.
+    pub languages: Vec<LanguageMap>,
     pub alpha: f64,
     pub folds: usize,
     /// How the folds were made: by source unless the rows come from too few sources to hold one
@@ -90,14 +106,87 @@ pub struct Trained {
 }
 
 impl Trained {
-    /// Calibrated probability that `features` show a violation, as the head written from this
-    /// training scores it.
-    pub fn probability(&self, features: &[f32]) -> Result<f64> {
-        crate::head::probability_with(&self.weights, self.bias, self.hidden.as_ref(), features)
+    /// Calibrated probability that `features` of a message detected in `language` show a
+    /// violation, as the head written from this training scores it.
+    pub fn probability(&self, features: &[f32], language: &str) -> Result<f64> {
+        match self.languages.iter().find(|m| m.language == language) {
+            Some(map) => map.probability(features),
+            None => crate::head::probability_with(
+                &self.weights,
+                self.bias,
+                self.hidden.as_ref(),
+                features,
+            ),
+        }
     }
 }
 
 pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
+    let whole = train_one_map(examples, options)?;
+    if options.by_language {
+        with_language_maps(examples, options, whole)
+    } else {
+        Ok(whole)
+    }
+}
+
+/// `whole` (trained on every row) with a map for each detected language whose rows can train
+/// one on held-out sources of their own: that language's rows get their map's out-of-fold scores
+/// and folds, and the quality is measured again on the scores so joined.
+fn with_language_maps(
+    examples: &[Example],
+    options: &TrainOptions,
+    mut whole: Trained,
+) -> Result<Trained> {
+    let mut languages: Vec<&str> = examples
+        .iter()
+        .map(|e| e.detected_language.as_str())
+        .collect();
+    languages.sort_unstable();
+    languages.dedup();
+    let one_map = TrainOptions {
+        by_language: false,
+        ..options.clone()
+    };
+    for language in languages {
+        let rows: Vec<usize> = (0..examples.len())
+            .filter(|&i| examples[i].detected_language == language)
+            .collect();
+        let positives = rows.iter().filter(|&&i| examples[i].label).count();
+        if positives.min(rows.len() - positives) < MIN_LANGUAGE_CLASS_ROWS {
+            continue;
+        }
+        let subset: Vec<Example> = rows.iter().map(|&i| examples[i].clone()).collect();
+        let own = train_one_map(&subset, &one_map)?;
+        // A map whose rows came from too few sources was chosen on random folds; measured so,
+        // it would read higher than the head beside it, so those messages share the head's map.
+        if own.validation != whole.validation {
+            continue;
+        }
+        for (k, &i) in rows.iter().enumerate() {
+            whole.out_of_fold[i] = own.out_of_fold[k];
+            whole.fold_of[i] = own.fold_of[k];
+        }
+        whole.languages.push(LanguageMap {
+            language: language.to_string(),
+            weights: own.weights,
+            bias: own.bias,
+            hidden: own.hidden,
+        });
+    }
+    if !whole.languages.is_empty() {
+        let labels: Vec<bool> = examples.iter().map(|e| e.label).collect();
+        let reported: Vec<&str> = examples.iter().map(|e| e.language.as_str()).collect();
+        whole.cv = cv_metrics(&whole.out_of_fold, &labels);
+        whole.cv_by_language = metrics_by_language(&whole.out_of_fold, &labels, &reported);
+        // The random split's figure was the shared map's alone.
+        whole.random_folds = None;
+    }
+    Ok(whole)
+}
+
+/// One map on every row of `examples`.
+fn train_one_map(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     let folds = options.folds.max(2);
     let labels: Vec<bool> = examples.iter().map(|e| e.label).collect();
     let positives = labels.iter().filter(|&&l| l).count();
@@ -228,6 +317,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
         weights,
         bias,
         hidden,
+        languages: Vec::new(),
         alpha,
         folds,
         validation,
@@ -358,10 +448,12 @@ mod tests {
                 let mut features: Vec<f32> = (0..8).map(|_| lcg(&mut seed)).collect();
                 features[0] += if label { 0.3 } else { -0.3 };
                 features.push(1.0);
+                let language = if i % 2 == 0 { "id" } else { "en" };
                 Example {
                     features,
                     label,
-                    language: if i % 2 == 0 { "id" } else { "en" }.into(),
+                    language: language.into(),
+                    detected_language: language.into(),
                     group: format!("source-{}", i % 7),
                     taught: false,
                 }
@@ -400,6 +492,7 @@ mod tests {
                     features,
                     label,
                     language: "en".into(),
+                    detected_language: "en".into(),
                     group: format!("source-{}", i % 6),
                     taught: false,
                 }
@@ -425,7 +518,7 @@ mod tests {
         let labels: Vec<bool> = examples.iter().map(|e| e.label).collect();
         let scores: Vec<f64> = examples
             .iter()
-            .map(|e| hidden.probability(&e.features).expect("width"))
+            .map(|e| hidden.probability(&e.features, "en").expect("width"))
             .collect();
         let in_sample = roc_auc(&scores, &labels).expect("auc");
         assert!(
@@ -433,6 +526,84 @@ mod tests {
             "the folded layer on raw features: {in_sample}"
         );
         assert_eq!(train(&examples, &options).expect("again"), hidden);
+    }
+
+    /// Rows whose first feature means a violation in one language and the opposite in the
+    /// other: one shared line ranks them at chance, a map per language ranks both on held-out
+    /// sources, each language's rows keep their map's out-of-fold scores, and a language with too
+    /// few rows of a class shares the head's map.
+    #[test]
+    fn a_map_per_language_learns_what_the_languages_disagree_on() {
+        let mut examples = fixture(400);
+        // The fixture's signal, +0.3 or -0.3 on the first feature, turned round in Indonesian.
+        for e in examples.iter_mut().filter(|e| e.detected_language == "id") {
+            e.features[0] += if e.label { -0.6 } else { 0.6 };
+        }
+        let shared = train(&examples, &TrainOptions::default()).expect("shared");
+        let options = TrainOptions {
+            by_language: true,
+            ..TrainOptions::default()
+        };
+        let by_language = train(&examples, &options).expect("by language");
+        let shared_auc = shared.cv.roc_auc.expect("auc");
+        let auc = by_language.cv.roc_auc.expect("auc");
+        assert!(shared_auc < 0.7, "one line cannot: {shared_auc}");
+        assert!(auc > 0.85, "a map per language: {auc}");
+        let languages: Vec<&str> = by_language
+            .languages
+            .iter()
+            .map(|m| m.language.as_str())
+            .collect();
+        assert_eq!(languages, ["en", "id"]);
+        assert!(by_language.languages[0].weights[0] > 0.0);
+        assert!(by_language.languages[1].weights[0] < 0.0);
+        for language in ["en", "id"] {
+            let auc = by_language.cv_by_language[language].roc_auc.expect("auc");
+            assert!(auc > 0.85, "{language}: {auc}");
+        }
+        let en_rows: Vec<Example> = examples
+            .iter()
+            .filter(|e| e.detected_language == "en")
+            .cloned()
+            .collect();
+        let en_alone = train(&en_rows, &TrainOptions::default()).expect("en alone");
+        let en_scores: Vec<f64> = examples
+            .iter()
+            .zip(&by_language.out_of_fold)
+            .filter(|(e, _)| e.detected_language == "en")
+            .map(|(_, s)| *s)
+            .collect();
+        assert_eq!(
+            en_scores, en_alone.out_of_fold,
+            "the English rows' own map's scores"
+        );
+        let row = &examples[1];
+        assert_eq!(
+            by_language.probability(&row.features, "en").expect("width"),
+            en_alone.probability(&row.features, "en").expect("width")
+        );
+        assert_eq!(train(&examples, &options).expect("again"), by_language);
+
+        // Indonesian with fewer positives than a map needs: its rows share the head's map.
+        let few: Vec<Example> = examples
+            .iter()
+            .filter(|e| e.detected_language == "en" || !e.label)
+            .cloned()
+            .chain(
+                examples
+                    .iter()
+                    .filter(|e| e.detected_language == "id" && e.label)
+                    .take(MIN_LANGUAGE_CLASS_ROWS - 1)
+                    .cloned(),
+            )
+            .collect();
+        let trained = train(&few, &options).expect("few");
+        let languages: Vec<&str> = trained
+            .languages
+            .iter()
+            .map(|m| m.language.as_str())
+            .collect();
+        assert_eq!(languages, ["en"]);
     }
 
     #[test]

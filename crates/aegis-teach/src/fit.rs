@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use aegis_guard::{
-    message_features, FeatureCache, Guard, LabelledMessage, LayerSearch, MessageFeatures,
+    message_features, FeatureCache, Guard, LabelledMessage, Language, LayerSearch, MessageFeatures,
 };
 use aegis_heads::{CvMetrics, Head, TrainOptions};
 use serde::Serialize;
@@ -182,7 +182,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         .zip(&features)
         .filter(|(m, _)| m.is_taught())
         .filter(|(m, f)| {
-            let score = score(&trained.head, f, &layers).unwrap_or(0.0);
+            let score = score(&trained.head, &m.text, f, &layers).unwrap_or(0.0);
             Some(score >= decide_at) != m.label(key)
         })
         .count();
@@ -313,10 +313,20 @@ pub(crate) fn depth_to_read(head: &Head) -> usize {
         .unwrap_or(1)
 }
 
-pub(crate) fn score(head: &Head, features: &MessageFeatures, layers: &[usize]) -> Option<f64> {
-    head.probability(&features.input(layers), &|l| features.layers_input(l))
-        .ok()
-        .map(f64::from)
+/// `text`'s score by `head`, from its `features`: the language the guard detects in it picks the
+/// head's map, as a verdict does.
+pub(crate) fn score(
+    head: &Head,
+    text: &str,
+    features: &MessageFeatures,
+    layers: &[usize],
+) -> Option<f64> {
+    let language = Language::detect(text).code();
+    head.probability(&features.input(layers), language, &|l| {
+        features.layers_input(l)
+    })
+    .ok()
+    .map(f64::from)
 }
 
 /// Features of `texts` in batches, from the cache where it has them, with every validator's
@@ -391,9 +401,9 @@ fn flips(
         .zip(features)
         .filter_map(|((text, from), f)| {
             let f = f?;
-            let after = score(new, &f, &new_layers)?;
+            let after = score(new, text, &f, &new_layers)?;
             let before = match (current, &current_layers) {
-                (Some(head), Some(layers)) => score(head, &f, layers),
+                (Some(head), Some(layers)) => score(head, text, &f, layers),
                 _ => None,
             };
             let now_fails = after >= new_threshold;
@@ -419,10 +429,12 @@ fn flips(
     Ok(flips)
 }
 
-/// How a head is retrained: as the live head was, so a head with a hidden layer keeps one.
+/// How a head is retrained: as the live head was, so a head with a hidden layer keeps one, and a
+/// head with a map per language gets them again.
 fn retrain_options(current: Option<&Head>) -> TrainOptions {
     TrainOptions {
         hidden: current.and_then(|head| head.training.hidden.clone()),
+        by_language: current.is_some_and(|head| head.training.by_language),
         ..TrainOptions::default()
     }
 }
@@ -432,7 +444,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_head_with_a_hidden_layer_is_retrained_with_the_same_settings() {
+    fn a_head_is_retrained_with_its_hidden_layer_and_language_maps() {
         let shipped = |name: &str| {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../prompt_guard/heads")
@@ -452,5 +464,10 @@ mod tests {
         assert_eq!(retrain_options(Some(&toxic)).hidden, Some(hidden));
         assert_eq!(retrain_options(Some(&shipped("spam"))).hidden, None);
         assert_eq!(retrain_options(None), TrainOptions::default());
+        // A head with a map per language is retrained with them.
+        let mut by_language = shipped("spam");
+        assert!(!retrain_options(Some(&by_language)).by_language);
+        by_language.training.by_language = true;
+        assert!(retrain_options(Some(&by_language)).by_language);
     }
 }

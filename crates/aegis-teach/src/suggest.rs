@@ -190,7 +190,7 @@ pub fn suggest(
         .zip(features)
         .filter_map(|((text, from), f)| {
             let f = f?;
-            let score = score(head, &f, &layers)?;
+            let score = score(head, &text, &f, &layers)?;
             let input = unit(f.input(&layers));
             let likeness = violating
                 .iter()

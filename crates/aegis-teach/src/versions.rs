@@ -440,7 +440,7 @@ mod tests {
         assert_eq!(kept.weights, live.readings[0].weights);
         // It fails what it failed: at its own 0.5 it now scores the head's 0.25.
         let p = written
-            .probability(&[0.0, 0.0], &|_| Err("no layers".into()))
+            .probability(&[0.0, 0.0], "en", &|_| Err("no layers".into()))
             .expect("width");
         assert!((f64::from(p) - 0.25).abs() < 1e-6, "{p}");
 
