@@ -79,11 +79,11 @@ pub struct TrainArgs {
     /// alike.
     #[arg(long, value_name = "VALIDATOR:UNITS", value_parser = crate::hidden_arg::parse_hidden)]
     pub hidden: Vec<(String, usize)>,
-    /// Train VALIDATOR's head with a map of its own for each language the guard detects (rows
-    /// of each class permitting), beside the map on every row, which scores the rest. Measured
-    /// on harassment, not shipped: it ranks English public sources better but catches less at
-    /// the benign budget (README, "A map per language"). The head records it, so the Teach view
-    /// retrains it alike.
+    /// Train VALIDATOR's head with a map for each language the guard detects (rows of each
+    /// class permitting): the map every row teaches plus a correction that language's rows
+    /// teach, the shared map scoring the rest. Measured on harassment, not shipped: it ranks
+    /// English public sources a little better but catches less at the benign budget (README, "A
+    /// map per language"). The head records it, so the Teach view retrains it alike.
     #[arg(long, value_name = "VALIDATOR")]
     pub by_language: Vec<String>,
     /// Where heads are written (default: the templates folder's heads/, applied as versions with

@@ -243,14 +243,15 @@ pub(crate) fn print_report(t: &ValidatorTraining) {
             .map(|m| m.language.as_str())
             .collect();
         println!(
-            "{:<18} a map per language for {} (each scored on its own map out of fold); {}",
+            "{:<18} a map per language for {} (the shared map plus its correction, each \
+             language's rows scored on their map out of fold); {}",
             t.key,
             if mapped.is_empty() {
                 "none".to_string()
             } else {
                 mapped.join(", ")
             },
-            "other languages read the map on every row"
+            "other languages read the shared map"
         );
     }
 }

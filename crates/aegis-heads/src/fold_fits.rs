@@ -47,6 +47,7 @@ impl FoldSplit {
         taught: &[bool],
         fold_of: &[usize],
         folds: usize,
+        scales: ColumnScales,
     ) -> Result<Self> {
         let folds = (0..folds)
             .map(|fold| {
@@ -54,8 +55,12 @@ impl FoldSplit {
                     (0..labels.len()).partition(|&i| fold_of[i] != fold);
                 let train_labels: Vec<bool> = train.iter().map(|&i| labels[i]).collect();
                 let train_taught: Vec<bool> = train.iter().map(|&i| taught[i]).collect();
-                let train =
-                    Standardised::new(&x.select(Axis(0), &train), &train_labels, &train_taught)?;
+                let train = Standardised::new(
+                    &x.select(Axis(0), &train),
+                    &train_labels,
+                    &train_taught,
+                    scales,
+                )?;
                 Ok(Fold {
                     held_out_x: x.select(Axis(0), &held_out),
                     held_out,
@@ -147,6 +152,19 @@ impl FoldSplit {
     }
 }
 
+/// What each column is divided by before the L2 sees its weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ColumnScales {
+    /// Its own spread: every feature equally dear.
+    Own,
+    /// The columns past the first `width` copy the first block's features on some rows (a
+    /// language's correction, `crate::train`): each is divided by its shared column's spread
+    /// times `√cost`, so a weight there is `cost` times as dear as the same weight on the shared
+    /// column. By their own spread, a copy present on half the rows would be the cheaper column,
+    /// and the corrections would carry as much as the shared map.
+    Corrections { width: usize, cost: f64 },
+}
+
 /// Rows standardised on their own mean and spread, with the weights the fit gives them
 /// ([`row_weights`]).
 pub(crate) struct Standardised {
@@ -158,13 +176,31 @@ pub(crate) struct Standardised {
 }
 
 impl Standardised {
-    pub(crate) fn new(x: &Array2<f64>, labels: &[bool], taught: &[bool]) -> Result<Self> {
+    pub(crate) fn new(
+        x: &Array2<f64>,
+        labels: &[bool],
+        taught: &[bool],
+        scales: ColumnScales,
+    ) -> Result<Self> {
         let mean = x
             .mean_axis(Axis(0))
             .ok_or_else(|| HeadError::Fit("no rows".into()))?;
         let scale = x
             .std_axis(Axis(0), 0.0)
             .mapv(|s| if s > 1e-12 { s } else { 1.0 });
+        let scale = match scales {
+            ColumnScales::Own => scale,
+            ColumnScales::Corrections { width, cost } => {
+                let dearer = cost.sqrt();
+                Array1::from_iter((0..scale.len()).map(|j| {
+                    if j < width {
+                        scale[j]
+                    } else {
+                        scale[j % width] * dearer
+                    }
+                }))
+            }
+        };
         let design = Design::new((x - &mean) / &scale);
         Ok(Self {
             mean,

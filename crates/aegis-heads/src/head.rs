@@ -122,8 +122,8 @@ pub struct Head {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<HiddenLayer>,
     /// Maps of their own for the messages of some languages (issue 64), each in place of the
-    /// head's own map for a message the guard detects in that language; the head's own map
-    /// (trained on every row) scores the rest. Readings apply alike to every language.
+    /// head's own map for a message the guard detects in that language; the head's own map (the
+    /// part every row taught) scores the rest. Readings apply alike to every language.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub languages: Vec<LanguageMap>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -272,12 +272,12 @@ impl Head {
     }
 }
 
-/// One language's map (issue 64): a linear map, and a hidden layer where the head has one,
-/// trained on the rows of that language alone and calibrated on their out-of-fold scores. Why: a
-/// map shared by both languages trades one's ranking for the other's (the Indonesian writers'
-/// rows that taught harassment its Indonesian contempt lowered its ranking of English public
-/// sources); a map per language gives that back but learns each language from half the rows
-/// (heads README, "A map per language").
+/// One language's map (issue 64): a linear map, and a hidden layer where the head has one: the
+/// head's own map, which every row teaches, plus a correction only that language's rows teach,
+/// folded into one. Why: a map shared by both languages trades one's ranking for the other's
+/// (the Indonesian writers' rows that taught harassment its Indonesian contempt lowered its
+/// ranking of English public sources); a map trained on one language's rows alone gives that
+/// back but learns each language from half the rows (heads README, "A map per language").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LanguageMap {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use ndarray::{Array1, Array2};
 
 use crate::error::{HeadError, Result};
-use crate::fold_fits::{FoldFit, FoldSplit, LinearModel, Standardised};
+use crate::fold_fits::{ColumnScales, FoldFit, FoldSplit, LinearModel, Standardised};
 use crate::folds::{source_folds, stratified_folds};
 use crate::head::{sigmoid, LanguageMap};
 use crate::hidden::{HiddenLayer, HiddenOptions};
@@ -28,7 +28,7 @@ pub struct Example {
     /// Reported separately in the metrics (`id`, `en`).
     pub language: String,
     /// The language the guard detects in the message (`id`, `en`): with
-    /// [`TrainOptions::by_language`] it picks the map that learns from the row, as it picks the
+    /// [`TrainOptions::by_language`] it picks the correction the row teaches, as it picks the
     /// map that scores the message at run time (a row's stated language can differ).
     pub detected_language: String,
     /// Where the row came from (its source, or for authored rows their kind): validation by
@@ -49,8 +49,9 @@ pub struct TrainOptions {
     pub validation: Validation,
     /// A hidden layer trained beside the linear map, at the strength chosen for it.
     pub hidden: Option<HiddenOptions>,
-    /// Also a map per detected language, trained on that language's rows alone, where they hold
-    /// at least [`MIN_LANGUAGE_CLASS_ROWS`] of each class (issue 64).
+    /// Also a map per detected language whose rows hold at least [`MIN_LANGUAGE_CLASS_ROWS`] of
+    /// each class: the map every row teaches plus a correction that language's rows teach
+    /// (issue 64).
     pub by_language: bool,
 }
 
@@ -71,6 +72,11 @@ impl Default for TrainOptions {
 /// map instead.
 pub const MIN_LANGUAGE_CLASS_ROWS: usize = 30;
 
+/// How much dearer a weight in a language's correction is than the same weight in the shared map
+/// ([`ColumnScales::Corrections`]): where the languages agree, the shared map carries
+/// `2·cost / (1 + 2·cost)` of the weight two languages need (four fifths at 2).
+const LANGUAGE_CORRECTION_COST: f64 = 2.0;
+
 /// Out-of-fold quality under one way of splitting.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoldReport {
@@ -85,8 +91,9 @@ pub struct Trained {
     pub bias: f32,
     /// With [`TrainOptions::hidden`], its layer, calibration folded in as in `weights`.
     pub hidden: Option<HiddenLayer>,
-    /// With [`TrainOptions::by_language`], the languages' own maps; their rows' out-of-fold
-    /// scores (and so `cv`) are their map's.
+    /// With [`TrainOptions::by_language`], the languages' own maps (the shared map in `weights`
+    /// and `hidden` plus each one's correction); their rows' out-of-fold scores (and so `cv`)
+    /// are their map's.
     pub languages: Vec<LanguageMap>,
     pub alpha: f64,
     pub folds: usize,
@@ -122,71 +129,126 @@ impl Trained {
 }
 
 pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
-    let whole = train_one_map(examples, options)?;
     if options.by_language {
-        with_language_maps(examples, options, whole)
+        with_language_corrections(examples, options)
     } else {
-        Ok(whole)
+        train_one_map(examples, options, ColumnScales::Own)
     }
 }
 
-/// `whole` (trained on every row) with a map for each detected language whose rows can train
-/// one on held-out sources of their own: that language's rows get their map's out-of-fold scores
-/// and folds, and the quality is measured again on the scores so joined.
-fn with_language_maps(
-    examples: &[Example],
-    options: &TrainOptions,
-    mut whole: Trained,
-) -> Result<Trained> {
+/// The detected languages whose rows hold [`MIN_LANGUAGE_CLASS_ROWS`] of each class, in order.
+fn languages_with_their_own_map(examples: &[Example]) -> Vec<&str> {
     let mut languages: Vec<&str> = examples
         .iter()
         .map(|e| e.detected_language.as_str())
         .collect();
     languages.sort_unstable();
     languages.dedup();
+    languages.retain(|&language| {
+        let (rows, positives) = examples
+            .iter()
+            .filter(|e| e.detected_language == language)
+            .fold((0, 0), |(rows, positives), e| {
+                (rows + 1, positives + usize::from(e.label))
+            });
+        positives.min(rows - positives) >= MIN_LANGUAGE_CLASS_ROWS
+    });
+    languages
+}
+
+/// One fit on every row whose input is the message's features followed by a copy of them in its
+/// detected language's block (zeros in the other languages' blocks): the first block is a map
+/// every row teaches, each language's block a correction only its rows teach, and the L2 keeps
+/// the corrections small, so a language departs from the shared map only where its rows insist.
+/// Maps trained on one language's rows alone (session 60) won back English's public sources but
+/// gave up recall everywhere, each map seeing half the rows. The head keeps the shared map; each
+/// language's map is the shared one plus its correction, folded into one (the bias is common).
+fn with_language_corrections(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     let one_map = TrainOptions {
         by_language: false,
         ..options.clone()
     };
-    for language in languages {
-        let rows: Vec<usize> = (0..examples.len())
-            .filter(|&i| examples[i].detected_language == language)
-            .collect();
-        let positives = rows.iter().filter(|&&i| examples[i].label).count();
-        if positives.min(rows.len() - positives) < MIN_LANGUAGE_CLASS_ROWS {
-            continue;
-        }
-        let subset: Vec<Example> = rows.iter().map(|&i| examples[i].clone()).collect();
-        let own = train_one_map(&subset, &one_map)?;
-        // A map whose rows came from too few sources was chosen on random folds; measured so,
-        // it would read higher than the head beside it, so those messages share the head's map.
-        if own.validation != whole.validation {
-            continue;
-        }
-        for (k, &i) in rows.iter().enumerate() {
-            whole.out_of_fold[i] = own.out_of_fold[k];
-            whole.fold_of[i] = own.fold_of[k];
-        }
-        whole.languages.push(LanguageMap {
-            language: language.to_string(),
-            weights: own.weights,
-            bias: own.bias,
-            hidden: own.hidden,
+    let languages = languages_with_their_own_map(examples);
+    let width = examples.first().map_or(0, |e| e.features.len());
+    if languages.is_empty() {
+        return train_one_map(examples, &one_map, ColumnScales::Own);
+    }
+    if examples.iter().any(|e| e.features.len() != width) {
+        return Err(HeadError::BadFeatures);
+    }
+    let blocks = 1 + languages.len();
+    let augmented: Vec<Example> = examples
+        .iter()
+        .map(|e| {
+            let mut features = Vec::with_capacity(width * blocks);
+            features.extend_from_slice(&e.features);
+            for &language in &languages {
+                if e.detected_language == language {
+                    features.extend_from_slice(&e.features);
+                } else {
+                    features.resize(features.len() + width, 0.0);
+                }
+            }
+            Example {
+                features,
+                ..e.clone()
+            }
+        })
+        .collect();
+    let scales = ColumnScales::Corrections {
+        width,
+        cost: LANGUAGE_CORRECTION_COST,
+    };
+    let joint = train_one_map(&augmented, &one_map, scales)?;
+    let block_sum = |rows: &[f32], block: usize| -> Vec<f32> {
+        rows.chunks_exact(width * blocks)
+            .flat_map(|row| {
+                let shared = &row[..width];
+                let own = &row[block * width..(block + 1) * width];
+                shared
+                    .iter()
+                    .zip(own)
+                    .map(move |(s, o)| if block == 0 { *s } else { s + o })
+            })
+            .collect()
+    };
+    let map_of_block = |block: usize| {
+        let weights = block_sum(&joint.weights, block);
+        let hidden = joint.hidden.as_ref().map(|layer| HiddenLayer {
+            weights: block_sum(&layer.weights, block),
+            bias: layer.bias.clone(),
+            out: layer.out.clone(),
         });
-    }
-    if !whole.languages.is_empty() {
-        let labels: Vec<bool> = examples.iter().map(|e| e.label).collect();
-        let reported: Vec<&str> = examples.iter().map(|e| e.language.as_str()).collect();
-        whole.cv = cv_metrics(&whole.out_of_fold, &labels);
-        whole.cv_by_language = metrics_by_language(&whole.out_of_fold, &labels, &reported);
-        // The random split's figure was the shared map's alone.
-        whole.random_folds = None;
-    }
-    Ok(whole)
+        (weights, hidden)
+    };
+    let maps = languages
+        .iter()
+        .enumerate()
+        .map(|(k, language)| {
+            let (weights, hidden) = map_of_block(k + 1);
+            LanguageMap {
+                language: language.to_string(),
+                weights,
+                bias: joint.bias,
+                hidden,
+            }
+        })
+        .collect();
+    let (weights, hidden) = map_of_block(0);
+    Ok(Trained {
+        weights,
+        hidden,
+        languages: maps,
+        ..joint
+    })
 }
 
 /// One map on every row of `examples`.
-fn train_one_map(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
+fn train_one_map(
+    examples: &[Example],
+    options: &TrainOptions,
+    scales: ColumnScales,
+) -> Result<Trained> {
     let folds = options.folds.max(2);
     let labels: Vec<bool> = examples.iter().map(|e| e.label).collect();
     let positives = labels.iter().filter(|&&l| l).count();
@@ -226,7 +288,7 @@ fn train_one_map(examples: &[Example], options: &TrainOptions) -> Result<Trained
     let mut alphas = options.alphas.clone();
     alphas.sort_by(|a, b| b.total_cmp(a));
     let mut best: Option<(f64, f64, Array1<f64>, Vec<FoldFit>)> = None;
-    let split = FoldSplit::new(&x, &labels, &taught, &fold_of, folds)?;
+    let split = FoldSplit::new(&x, &labels, &taught, &fold_of, folds, scales)?;
     let mut starts: Vec<Option<FoldFit>> = vec![None; folds];
     let mut worse_in_a_row = 0;
     for &alpha in &alphas {
@@ -265,7 +327,7 @@ fn train_one_map(examples: &[Example], options: &TrainOptions) -> Result<Trained
         .collect();
 
     drop(split);
-    let all = Standardised::new(&x, &labels, &taught)?;
+    let all = Standardised::new(&x, &labels, &taught, scales)?;
     let model = all.fit(alpha, None)?;
     let (model, hidden) = match &options.hidden {
         Some(hidden) => {
@@ -305,7 +367,7 @@ fn train_one_map(examples: &[Example], options: &TrainOptions) -> Result<Trained
     let random_folds = if validation == Validation::BySource && options.hidden.is_none() {
         let random_fold_of = stratified_folds(&labels, options.folds.max(2));
         let folds = options.folds.max(2);
-        let split = FoldSplit::new(&x, &labels, &taught, &random_fold_of, folds)?;
+        let split = FoldSplit::new(&x, &labels, &taught, &random_fold_of, folds, scales)?;
         let (random, _) = split.out_of_fold_decisions(alpha, &vec![None; folds])?;
         let scores: Vec<f64> = random.iter().map(|d| sigmoid(slope * d + offset)).collect();
         Some(report(&scores))
@@ -529,11 +591,11 @@ mod tests {
     }
 
     /// Rows whose first feature means a violation in one language and the opposite in the
-    /// other: one shared line ranks them at chance, a map per language ranks both on held-out
-    /// sources, each language's rows keep their map's out-of-fold scores, and a language with too
-    /// few rows of a class shares the head's map.
+    /// other: one shared line ranks them at chance; a shared map with a correction per language
+    /// ranks both on held-out sources, each language's map is the one its rows were scored with
+    /// out of fold, and a language with too few rows of a class is scored by the shared map.
     #[test]
-    fn a_map_per_language_learns_what_the_languages_disagree_on() {
+    fn a_correction_per_language_learns_what_the_languages_disagree_on() {
         let mut examples = fixture(400);
         // The fixture's signal, +0.3 or -0.3 on the first feature, turned round in Indonesian.
         for e in examples.iter_mut().filter(|e| e.detected_language == "id") {
@@ -548,7 +610,7 @@ mod tests {
         let shared_auc = shared.cv.roc_auc.expect("auc");
         let auc = by_language.cv.roc_auc.expect("auc");
         assert!(shared_auc < 0.7, "one line cannot: {shared_auc}");
-        assert!(auc > 0.85, "a map per language: {auc}");
+        assert!(auc > 0.85, "a correction per language: {auc}");
         let languages: Vec<&str> = by_language
             .languages
             .iter()
@@ -561,30 +623,28 @@ mod tests {
             let auc = by_language.cv_by_language[language].roc_auc.expect("auc");
             assert!(auc > 0.85, "{language}: {auc}");
         }
-        let en_rows: Vec<Example> = examples
-            .iter()
-            .filter(|e| e.detected_language == "en")
-            .cloned()
-            .collect();
-        let en_alone = train(&en_rows, &TrainOptions::default()).expect("en alone");
-        let en_scores: Vec<f64> = examples
-            .iter()
-            .zip(&by_language.out_of_fold)
-            .filter(|(e, _)| e.detected_language == "en")
-            .map(|(_, s)| *s)
-            .collect();
-        assert_eq!(
-            en_scores, en_alone.out_of_fold,
-            "the English rows' own map's scores"
-        );
-        let row = &examples[1];
-        assert_eq!(
-            by_language.probability(&row.features, "en").expect("width"),
-            en_alone.probability(&row.features, "en").expect("width")
-        );
+        // The folded maps score as the joint fit did: in sample, each language's rows ranked by
+        // its map, and another language's map ranks them the wrong way round.
+        let labels_of = |language: &str| -> Vec<bool> {
+            examples
+                .iter()
+                .filter(|e| e.detected_language == language)
+                .map(|e| e.label)
+                .collect()
+        };
+        let scored_by = |rows: &str, map: &str| -> f64 {
+            let scores: Vec<f64> = examples
+                .iter()
+                .filter(|e| e.detected_language == rows)
+                .map(|e| by_language.probability(&e.features, map).expect("width"))
+                .collect();
+            roc_auc(&scores, &labels_of(rows)).expect("auc")
+        };
+        assert!(scored_by("id", "id") > 0.9 && scored_by("en", "en") > 0.9);
+        assert!(scored_by("id", "en") < 0.2, "{}", scored_by("id", "en"));
         assert_eq!(train(&examples, &options).expect("again"), by_language);
 
-        // Indonesian with fewer positives than a map needs: its rows share the head's map.
+        // Indonesian with fewer positives than a map needs: its rows get no correction.
         let few: Vec<Example> = examples
             .iter()
             .filter(|e| e.detected_language == "en" || !e.label)
@@ -604,6 +664,40 @@ mod tests {
             .map(|m| m.language.as_str())
             .collect();
         assert_eq!(languages, ["en"]);
+        let row = &few[0];
+        assert_eq!(
+            trained.probability(&row.features, "id").expect("width"),
+            trained.probability(&row.features, "other").expect("width"),
+            "the shared map"
+        );
+    }
+
+    /// Where the languages agree, the L2 leaves the agreement to the shared map, which every row
+    /// teaches: each language's correction stays a small part of its map.
+    #[test]
+    fn where_the_languages_agree_the_corrections_stay_small() {
+        let examples = fixture(400);
+        let options = TrainOptions {
+            by_language: true,
+            ..TrainOptions::default()
+        };
+        let trained = train(&examples, &options).expect("train");
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        for map in &trained.languages {
+            let correction: Vec<f32> = map
+                .weights
+                .iter()
+                .zip(&trained.weights)
+                .map(|(own, shared)| own - shared)
+                .collect();
+            assert!(
+                norm(&correction) < 0.5 * norm(&trained.weights),
+                "{}: correction {} against shared {}",
+                map.language,
+                norm(&correction),
+                norm(&trained.weights)
+            );
+        }
     }
 
     #[test]
