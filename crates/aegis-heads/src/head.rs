@@ -11,6 +11,12 @@ use crate::hidden::HiddenLayer;
 use crate::reading::Reading;
 use crate::record::TrainingRecord;
 
+mod language_map;
+mod logit;
+
+pub use language_map::LanguageMap;
+pub(crate) use logit::{linear_probability, probability_with, sigmoid};
+
 /// Version of the file layout; a reader refuses layouts it does not know. Format 1 heads read
 /// the final hidden state inside a validator's own prompt; format 2 heads read chosen layers of
 /// one shared encoding of the message.
@@ -269,91 +275,6 @@ impl Head {
         self.readings
             .iter()
             .flat_map(|r| r.layers.iter().flatten().copied())
-    }
-}
-
-/// One language's map (issue 64): a linear map, and a hidden layer where the head has one: the
-/// head's own map, which every row teaches, plus a correction only that language's rows teach,
-/// folded into one. Why: a map shared by both languages trades one's ranking for the other's
-/// (the Indonesian writers' rows that taught harassment its Indonesian contempt lowered its
-/// ranking of English public sources); a map trained on one language's rows alone gives that
-/// back but learns each language from half the rows (heads README, "A map per language").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LanguageMap {
-    /// The language code (`id`, `en`) the guard detects in the messages this map scores.
-    pub language: String,
-    pub weights: Vec<f32>,
-    pub bias: f32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hidden: Option<HiddenLayer>,
-}
-
-impl LanguageMap {
-    pub fn probability(&self, input: &[f32]) -> Result<f64> {
-        probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)
-    }
-
-    /// Why the map cannot stand beside a head whose own map reads inputs of `width`.
-    fn check(&self, width: usize) -> std::result::Result<(), String> {
-        if self.weights.len() != width
-            || !self.bias.is_finite()
-            || self.weights.iter().any(|w| !w.is_finite())
-        {
-            return Err(format!(
-                "the map for language {:?} has weights of another width than the head's or \
-                 not finite",
-                self.language
-            ));
-        }
-        match &self.hidden {
-            Some(hidden) => hidden
-                .check(width)
-                .map_err(|why| format!("the map for language {:?}: {why}", self.language)),
-            None => Ok(()),
-        }
-    }
-}
-
-/// `sigmoid(weights · features + bias + hidden(features))`: a head's own map.
-pub(crate) fn probability_with(
-    weights: &[f32],
-    bias: f32,
-    hidden: Option<&HiddenLayer>,
-    features: &[f32],
-) -> Result<f64> {
-    let linear = linear_logit(weights, bias, features)?;
-    Ok(sigmoid(
-        linear + hidden.map_or(0.0, |layer| layer.logit(features)),
-    ))
-}
-
-/// `sigmoid(weights · features + bias)`, the map a head's training folds everything into.
-pub(crate) fn linear_probability(weights: &[f32], bias: f32, features: &[f32]) -> Result<f64> {
-    Ok(sigmoid(linear_logit(weights, bias, features)?))
-}
-
-fn linear_logit(weights: &[f32], bias: f32, features: &[f32]) -> Result<f64> {
-    if features.len() != weights.len() {
-        return Err(HeadError::FeatureWidth {
-            expected: weights.len(),
-            got: features.len(),
-        });
-    }
-    Ok(weights
-        .iter()
-        .zip(features)
-        .map(|(w, x)| f64::from(*w) * f64::from(*x))
-        .sum::<f64>()
-        + f64::from(bias))
-}
-
-pub(crate) fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
     }
 }
 

@@ -27,9 +27,7 @@ pub use head::{
     candidate_label, Encoder, Features, Head, LanguageMap, LayersInput, ModelBinding, HEAD_FORMAT,
 };
 pub use hidden::{HiddenLayer, HiddenOptions};
-pub use metrics::{roc_auc, BinaryMetrics};
+pub use metrics::{cv_metrics, metrics_by_language, roc_auc, BinaryMetrics};
 pub use reading::Reading;
 pub use record::{CvMetrics, TrainingRecord, Validation};
-pub use train::{
-    cv_metrics, metrics_by_language, train, Example, FoldReport, TrainOptions, Trained,
-};
+pub use train::{train, Example, FoldReport, TrainOptions, Trained};

@@ -1,5 +1,9 @@
 //! Ranking and threshold metrics for binary labels.
 
+use std::collections::BTreeMap;
+
+use crate::record::CvMetrics;
+
 /// ROC AUC: the probability that a random positive outscores a random negative, ties counting
 /// half (Mann-Whitney). `None` when either class is absent.
 pub fn roc_auc(scores: &[f64], labels: &[bool]) -> Option<f64> {
@@ -61,6 +65,43 @@ pub fn binary_metrics(scores: &[f64], labels: &[bool], threshold: f64) -> Binary
         precision,
         recall,
         f1,
+    }
+}
+
+/// [`cv_metrics`] for each language's rows separately.
+pub fn metrics_by_language(
+    scores: &[f64],
+    labels: &[bool],
+    languages: &[&str],
+) -> BTreeMap<String, CvMetrics> {
+    let mut codes: Vec<&str> = languages.to_vec();
+    codes.sort_unstable();
+    codes.dedup();
+    codes
+        .into_iter()
+        .map(|code| {
+            let (s, l): (Vec<f64>, Vec<bool>) = scores
+                .iter()
+                .zip(labels)
+                .zip(languages)
+                .filter(|(_, lang)| **lang == code)
+                .map(|((s, l), _)| (*s, *l))
+                .unzip();
+            (code.to_string(), cv_metrics(&s, &l))
+        })
+        .collect()
+}
+
+/// Metrics of probabilities against labels, at 0.5.
+pub fn cv_metrics(probabilities: &[f64], labels: &[bool]) -> CvMetrics {
+    let m = binary_metrics(probabilities, labels, 0.5);
+    CvMetrics {
+        rows: labels.len(),
+        positives: labels.iter().filter(|&&l| l).count(),
+        roc_auc: roc_auc(probabilities, labels),
+        precision: m.precision,
+        recall: m.recall,
+        f1: m.f1,
     }
 }
 

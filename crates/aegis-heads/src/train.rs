@@ -16,9 +16,15 @@ use crate::fold_fits::{ColumnScales, FoldFit, FoldSplit, LinearModel, Standardis
 use crate::folds::{source_folds, stratified_folds};
 use crate::head::{sigmoid, LanguageMap};
 use crate::hidden::{HiddenLayer, HiddenOptions};
-use crate::metrics::{binary_metrics, roc_auc};
+use crate::metrics::{cv_metrics, metrics_by_language, roc_auc};
 use crate::record::{CvMetrics, Validation};
 use crate::solver::{fit_logistic, Design};
+
+#[cfg(test)]
+mod fixtures;
+mod languages;
+
+use languages::with_language_corrections;
 
 /// One labelled message's features.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +55,7 @@ pub struct TrainOptions {
     pub validation: Validation,
     /// A hidden layer trained beside the linear map, at the strength chosen for it.
     pub hidden: Option<HiddenOptions>,
-    /// Also a map per detected language whose rows hold at least [`MIN_LANGUAGE_CLASS_ROWS`] of
+    /// Also a map per detected language whose rows hold at least [`MIN_LANGUAGE_CLASS_ROWS`](languages::MIN_LANGUAGE_CLASS_ROWS) of
     /// each class: the map every row teaches plus a correction that language's rows teach
     /// (issue 64).
     pub by_language: bool,
@@ -66,16 +72,6 @@ impl Default for TrainOptions {
         }
     }
 }
-
-/// Rows of each class a language needs for a map of its own: fewer cannot choose a strength and
-/// a calibration on held-out sources of that language alone, and its messages share the head's
-/// map instead.
-pub const MIN_LANGUAGE_CLASS_ROWS: usize = 30;
-
-/// How much dearer a weight in a language's correction is than the same weight in the shared map
-/// ([`ColumnScales::Corrections`]): where the languages agree, the shared map carries
-/// `2·cost / (1 + 2·cost)` of the weight two languages need (four fifths at 2).
-const LANGUAGE_CORRECTION_COST: f64 = 2.0;
 
 /// Out-of-fold quality under one way of splitting.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,113 +130,6 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     } else {
         train_one_map(examples, options, ColumnScales::Own)
     }
-}
-
-/// The detected languages whose rows hold [`MIN_LANGUAGE_CLASS_ROWS`] of each class, in order.
-fn languages_with_their_own_map(examples: &[Example]) -> Vec<&str> {
-    let mut languages: Vec<&str> = examples
-        .iter()
-        .map(|e| e.detected_language.as_str())
-        .collect();
-    languages.sort_unstable();
-    languages.dedup();
-    languages.retain(|&language| {
-        let (rows, positives) = examples
-            .iter()
-            .filter(|e| e.detected_language == language)
-            .fold((0, 0), |(rows, positives), e| {
-                (rows + 1, positives + usize::from(e.label))
-            });
-        positives.min(rows - positives) >= MIN_LANGUAGE_CLASS_ROWS
-    });
-    languages
-}
-
-/// One fit on every row whose input is the message's features followed by a copy of them in its
-/// detected language's block (zeros in the other languages' blocks): the first block is a map
-/// every row teaches, each language's block a correction only its rows teach, and the L2 keeps
-/// the corrections small, so a language departs from the shared map only where its rows insist.
-/// Maps trained on one language's rows alone (session 60) won back English's public sources but
-/// gave up recall everywhere, each map seeing half the rows. The head keeps the shared map; each
-/// language's map is the shared one plus its correction, folded into one (the bias is common).
-fn with_language_corrections(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
-    let one_map = TrainOptions {
-        by_language: false,
-        ..options.clone()
-    };
-    let languages = languages_with_their_own_map(examples);
-    let width = examples.first().map_or(0, |e| e.features.len());
-    if languages.is_empty() {
-        return train_one_map(examples, &one_map, ColumnScales::Own);
-    }
-    if examples.iter().any(|e| e.features.len() != width) {
-        return Err(HeadError::BadFeatures);
-    }
-    let blocks = 1 + languages.len();
-    let augmented: Vec<Example> = examples
-        .iter()
-        .map(|e| {
-            let mut features = Vec::with_capacity(width * blocks);
-            features.extend_from_slice(&e.features);
-            for &language in &languages {
-                if e.detected_language == language {
-                    features.extend_from_slice(&e.features);
-                } else {
-                    features.resize(features.len() + width, 0.0);
-                }
-            }
-            Example {
-                features,
-                ..e.clone()
-            }
-        })
-        .collect();
-    let scales = ColumnScales::Corrections {
-        width,
-        cost: LANGUAGE_CORRECTION_COST,
-    };
-    let joint = train_one_map(&augmented, &one_map, scales)?;
-    let block_sum = |rows: &[f32], block: usize| -> Vec<f32> {
-        rows.chunks_exact(width * blocks)
-            .flat_map(|row| {
-                let shared = &row[..width];
-                let own = &row[block * width..(block + 1) * width];
-                shared
-                    .iter()
-                    .zip(own)
-                    .map(move |(s, o)| if block == 0 { *s } else { s + o })
-            })
-            .collect()
-    };
-    let map_of_block = |block: usize| {
-        let weights = block_sum(&joint.weights, block);
-        let hidden = joint.hidden.as_ref().map(|layer| HiddenLayer {
-            weights: block_sum(&layer.weights, block),
-            bias: layer.bias.clone(),
-            out: layer.out.clone(),
-        });
-        (weights, hidden)
-    };
-    let maps = languages
-        .iter()
-        .enumerate()
-        .map(|(k, language)| {
-            let (weights, hidden) = map_of_block(k + 1);
-            LanguageMap {
-                language: language.to_string(),
-                weights,
-                bias: joint.bias,
-                hidden,
-            }
-        })
-        .collect();
-    let (weights, hidden) = map_of_block(0);
-    Ok(Trained {
-        weights,
-        hidden,
-        languages: maps,
-        ..joint
-    })
 }
 
 /// One map on every row of `examples`.
@@ -424,43 +313,6 @@ fn fold_hidden(
     }
 }
 
-/// [`cv_metrics`] for each language's rows separately.
-pub fn metrics_by_language(
-    scores: &[f64],
-    labels: &[bool],
-    languages: &[&str],
-) -> BTreeMap<String, CvMetrics> {
-    let mut codes: Vec<&str> = languages.to_vec();
-    codes.sort_unstable();
-    codes.dedup();
-    codes
-        .into_iter()
-        .map(|code| {
-            let (s, l): (Vec<f64>, Vec<bool>) = scores
-                .iter()
-                .zip(labels)
-                .zip(languages)
-                .filter(|(_, lang)| **lang == code)
-                .map(|((s, l), _)| (*s, *l))
-                .unzip();
-            (code.to_string(), cv_metrics(&s, &l))
-        })
-        .collect()
-}
-
-/// Metrics of probabilities against labels, at 0.5.
-pub fn cv_metrics(probabilities: &[f64], labels: &[bool]) -> CvMetrics {
-    let m = binary_metrics(probabilities, labels, 0.5);
-    CvMetrics {
-        rows: labels.len(),
-        positives: labels.iter().filter(|&&l| l).count(),
-        roc_auc: roc_auc(probabilities, labels),
-        precision: m.precision,
-        recall: m.recall,
-        f1: m.f1,
-    }
-}
-
 fn feature_matrix(examples: &[Example]) -> Result<Array2<f64>> {
     let width = examples.first().map_or(0, |e| e.features.len());
     if width == 0
@@ -490,38 +342,8 @@ fn platt(decisions: &Array1<f64>, labels: &[bool]) -> Result<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::{fixture, lcg};
     use super::*;
-
-    /// A fixed pseudo-random stream (no dependency, same everywhere).
-    fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((*seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-    }
-
-    /// Eight noisy features; the first carries the label (overlapping classes), plus a constant
-    /// column.
-    fn fixture(n: usize) -> Vec<Example> {
-        let mut seed = 7;
-        (0..n)
-            .map(|i| {
-                let label = i % 3 == 0;
-                let mut features: Vec<f32> = (0..8).map(|_| lcg(&mut seed)).collect();
-                features[0] += if label { 0.3 } else { -0.3 };
-                features.push(1.0);
-                let language = if i % 2 == 0 { "id" } else { "en" };
-                Example {
-                    features,
-                    label,
-                    language: language.into(),
-                    detected_language: language.into(),
-                    group: format!("source-{}", i % 7),
-                    taught: false,
-                }
-            })
-            .collect()
-    }
 
     #[test]
     fn training_is_deterministic_and_learns_the_signal() {
@@ -588,116 +410,6 @@ mod tests {
             "the folded layer on raw features: {in_sample}"
         );
         assert_eq!(train(&examples, &options).expect("again"), hidden);
-    }
-
-    /// Rows whose first feature means a violation in one language and the opposite in the
-    /// other: one shared line ranks them at chance; a shared map with a correction per language
-    /// ranks both on held-out sources, each language's map is the one its rows were scored with
-    /// out of fold, and a language with too few rows of a class is scored by the shared map.
-    #[test]
-    fn a_correction_per_language_learns_what_the_languages_disagree_on() {
-        let mut examples = fixture(400);
-        // The fixture's signal, +0.3 or -0.3 on the first feature, turned round in Indonesian.
-        for e in examples.iter_mut().filter(|e| e.detected_language == "id") {
-            e.features[0] += if e.label { -0.6 } else { 0.6 };
-        }
-        let shared = train(&examples, &TrainOptions::default()).expect("shared");
-        let options = TrainOptions {
-            by_language: true,
-            ..TrainOptions::default()
-        };
-        let by_language = train(&examples, &options).expect("by language");
-        let shared_auc = shared.cv.roc_auc.expect("auc");
-        let auc = by_language.cv.roc_auc.expect("auc");
-        assert!(shared_auc < 0.7, "one line cannot: {shared_auc}");
-        assert!(auc > 0.85, "a correction per language: {auc}");
-        let languages: Vec<&str> = by_language
-            .languages
-            .iter()
-            .map(|m| m.language.as_str())
-            .collect();
-        assert_eq!(languages, ["en", "id"]);
-        assert!(by_language.languages[0].weights[0] > 0.0);
-        assert!(by_language.languages[1].weights[0] < 0.0);
-        for language in ["en", "id"] {
-            let auc = by_language.cv_by_language[language].roc_auc.expect("auc");
-            assert!(auc > 0.85, "{language}: {auc}");
-        }
-        // The folded maps score as the joint fit did: in sample, each language's rows ranked by
-        // its map, and another language's map ranks them the wrong way round.
-        let labels_of = |language: &str| -> Vec<bool> {
-            examples
-                .iter()
-                .filter(|e| e.detected_language == language)
-                .map(|e| e.label)
-                .collect()
-        };
-        let scored_by = |rows: &str, map: &str| -> f64 {
-            let scores: Vec<f64> = examples
-                .iter()
-                .filter(|e| e.detected_language == rows)
-                .map(|e| by_language.probability(&e.features, map).expect("width"))
-                .collect();
-            roc_auc(&scores, &labels_of(rows)).expect("auc")
-        };
-        assert!(scored_by("id", "id") > 0.9 && scored_by("en", "en") > 0.9);
-        assert!(scored_by("id", "en") < 0.2, "{}", scored_by("id", "en"));
-        assert_eq!(train(&examples, &options).expect("again"), by_language);
-
-        // Indonesian with fewer positives than a map needs: its rows get no correction.
-        let few: Vec<Example> = examples
-            .iter()
-            .filter(|e| e.detected_language == "en" || !e.label)
-            .cloned()
-            .chain(
-                examples
-                    .iter()
-                    .filter(|e| e.detected_language == "id" && e.label)
-                    .take(MIN_LANGUAGE_CLASS_ROWS - 1)
-                    .cloned(),
-            )
-            .collect();
-        let trained = train(&few, &options).expect("few");
-        let languages: Vec<&str> = trained
-            .languages
-            .iter()
-            .map(|m| m.language.as_str())
-            .collect();
-        assert_eq!(languages, ["en"]);
-        let row = &few[0];
-        assert_eq!(
-            trained.probability(&row.features, "id").expect("width"),
-            trained.probability(&row.features, "other").expect("width"),
-            "the shared map"
-        );
-    }
-
-    /// Where the languages agree, the L2 leaves the agreement to the shared map, which every row
-    /// teaches: each language's correction stays a small part of its map.
-    #[test]
-    fn where_the_languages_agree_the_corrections_stay_small() {
-        let examples = fixture(400);
-        let options = TrainOptions {
-            by_language: true,
-            ..TrainOptions::default()
-        };
-        let trained = train(&examples, &options).expect("train");
-        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        for map in &trained.languages {
-            let correction: Vec<f32> = map
-                .weights
-                .iter()
-                .zip(&trained.weights)
-                .map(|(own, shared)| own - shared)
-                .collect();
-            assert!(
-                norm(&correction) < 0.5 * norm(&trained.weights),
-                "{}: correction {} against shared {}",
-                map.language,
-                norm(&correction),
-                norm(&trained.weights)
-            );
-        }
     }
 
     #[test]
