@@ -18,7 +18,13 @@ use crate::train_report::{
     print_author_figures, print_budget_choice, print_report, print_sources, ProgressLines,
 };
 use crate::ExitStatus;
+
+mod arguments;
+mod out_of_fold;
+
 use aegis_teach::{keep_positives, negatives_for_new_validator, read_messages};
+use arguments::{check_numbers, parse_layers, validators_to_train};
+use out_of_fold::out_of_fold_for;
 
 #[derive(Debug, clap::Args)]
 pub struct TrainArgs {
@@ -170,18 +176,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
     if args.guard.encoder_weights.trim() == "auto" {
         args.guard.encoder_weights = "precise".into();
     }
-    anyhow::ensure!(
-        args.alpha.is_none_or(|a| a.is_finite() && a > 0.0),
-        "--alpha must be a positive number"
-    );
-    anyhow::ensure!(
-        args.threshold.is_none_or(|t| t > 0.0 && t < 1.0),
-        "--threshold must be between 0 and 1"
-    );
-    anyhow::ensure!(
-        args.threshold.is_none() || args.validators.len() == 1,
-        "--threshold places one validator's line: name that one validator"
-    );
+    check_numbers(&args)?;
     let mut messages = read_messages(&args.data, &args.exclude_source)?;
     if args.from_reviews {
         let reviewed = reviewed_messages(&args.db)?;
@@ -228,46 +223,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         .copied()
         .max()
         .unwrap_or(1);
-    let keys: Vec<String> = if args.validators.is_empty() {
-        guard
-            .validators()
-            .iter()
-            .map(|v| v.key.clone())
-            .filter(|key| {
-                messages
-                    .iter()
-                    .chain(&taught)
-                    .any(|m| m.label(key).is_some())
-            })
-            .collect()
-    } else {
-        for key in &args.validators {
-            if guard.validator(key).is_none() {
-                bail!("no validator template is called {key:?}");
-            }
-        }
-        args.validators.clone()
-    };
-    if let Some((validator, _)) = args.hidden.iter().find(|(v, _)| !keys.contains(v)) {
-        bail!(
-            "--hidden {validator}: it is not among the validators trained here ({})",
-            keys.join(", ")
-        );
-    }
-    if let Some(validator) = args.by_language.iter().find(|v| !keys.contains(v)) {
-        bail!(
-            "--by-language {validator}: it is not among the validators trained here ({})",
-            keys.join(", ")
-        );
-    }
-    if let Some(spec) = args.reading.iter().find(|r| !keys.contains(&r.validator)) {
-        bail!(
-            "--reading {}: {} is not among the validators trained here ({})",
-            spec.name,
-            spec.validator,
-            keys.join(", ")
-        );
-    }
+    let keys = validators_to_train(&args, &guard, messages.iter().chain(&taught))?;
     for key in &keys {
         let negatives = negatives_for_new_validator(&mut messages, &taught, key);
         if negatives > 0 {
@@ -509,101 +465,4 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Passed)
-}
-
-/// Rows whose embeddings a file gives instead of the loaded encoder: `aegis adapt --cross-fit`'s
-/// out-of-fold embeddings (`--out-of-fold`, in lab builds).
-trait EmbeddingsOfRows {
-    /// The settings of the run that wrote them, recorded in the head.
-    fn run(&self) -> &str;
-    fn get(&self, text: &str) -> Option<&[f32]>;
-}
-
-#[cfg(feature = "lab")]
-impl EmbeddingsOfRows for aegis_adapt::OutOfFold {
-    fn run(&self) -> &str {
-        &self.run
-    }
-    fn get(&self, text: &str) -> Option<&[f32]> {
-        aegis_adapt::OutOfFold::get(self, text)
-    }
-}
-
-/// The out-of-fold embeddings `--out-of-fold` names, where heads can use them: on an adapted
-/// encoder's embedding alone (the file holds nothing else).
-#[cfg(feature = "lab")]
-fn out_of_fold_for(
-    args: &TrainArgs,
-    search: &LayerSearch,
-    on_encoder: bool,
-) -> Result<Option<Box<dyn EmbeddingsOfRows>>> {
-    let Some(path) = &args.out_of_fold else {
-        return Ok(None);
-    };
-    anyhow::ensure!(
-        on_encoder && search.candidates.iter().all(Vec::is_empty) && !args.prompt_scores,
-        "--out-of-fold holds the encoder's embedding only: train with --layers embedding on the encoder, without --prompt-scores"
-    );
-    let adapter = aegis_teach::adapter_path(&args.guard.prompts_dir()?);
-    anyhow::ensure!(
-        adapter.exists(),
-        "--out-of-fold embeddings are an adapter's, and {} holds none: apply the adapter trained with the same settings first",
-        adapter.display()
-    );
-    Ok(Some(Box::new(aegis_adapt::OutOfFold::read(path)?)))
-}
-
-/// Without the lab feature there is no `--out-of-fold`: every row goes through the encoder.
-#[cfg(not(feature = "lab"))]
-fn out_of_fold_for(
-    _: &TrainArgs,
-    _: &LayerSearch,
-    _: bool,
-) -> Result<Option<Box<dyn EmbeddingsOfRows>>> {
-    Ok(None)
-}
-
-/// `auto`, or a comma-separated list of layer sets (`8`, `8+12`, and on an encoder `embedding`,
-/// the empty set).
-fn parse_layers(spec: &str, layers: usize, encoder: bool) -> Result<Vec<Vec<usize>>> {
-    if spec == "auto" && encoder {
-        let mut candidates: Vec<Vec<usize>> = (4..layers).step_by(4).map(|l| vec![l]).collect();
-        candidates.push(Vec::new());
-        return Ok(candidates);
-    }
-    if spec == "auto" {
-        // Measured on the 270M (issue 17): middle layers generalise to unseen and hard cases
-        // better than the last, which is no better than layer 8 on held-out messages. Layers past
-        // two thirds of the depth are left out of the default search: they cost a third more
-        // forward pass per message and were not better. `--layers` can ask for any.
-        let top = (layers * 2 / 3).max(1);
-        let mut candidates: Vec<Vec<usize>> = (2..=top).step_by(2).map(|l| vec![l]).collect();
-        let middle = layers / 2;
-        if middle >= 3 && middle + 3 <= top {
-            candidates.push(vec![middle - 1, middle + 3]);
-            candidates.push(vec![middle - 3, middle, middle + 3]);
-        }
-        return Ok(candidates);
-    }
-    spec.split(',')
-        .map(|set| {
-            if set.trim() == "embedding" {
-                if !encoder {
-                    bail!("--layers: `embedding` is an encoder's; the heads read the model here");
-                }
-                return Ok(Vec::new());
-            }
-            set.split('+')
-                .map(|l| {
-                    let layer: usize = l.trim().parse().with_context(|| {
-                        format!("--layers: {l:?} is not a layer number (use e.g. 8,11,8+12)")
-                    })?;
-                    if layer == 0 || layer > layers {
-                        bail!("--layers: no layer {layer}; the model has layers 1 to {layers}");
-                    }
-                    Ok(layer)
-                })
-                .collect()
-        })
-        .collect()
 }

@@ -244,14 +244,14 @@ pub(crate) fn print_report(t: &ValidatorTraining) {
             .collect();
         println!(
             "{:<18} a map per language for {} (the shared map plus its correction, each \
-             language's rows scored on their map out of fold); {}",
+             language's rows scored on their map out of fold); other languages read the \
+             shared map",
             t.key,
             if mapped.is_empty() {
                 "none".to_string()
             } else {
                 mapped.join(", ")
             },
-            "other languages read the shared map"
         );
     }
 }
