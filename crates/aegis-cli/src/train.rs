@@ -1,18 +1,15 @@
 //! `aegis train`: heads for validators from labelled messages (the evaluation schema).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures};
-use aegis_heads::{HiddenOptions, TrainOptions, Validation};
+use aegis_heads::{HiddenOptions, TrainOptions};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::history_cmd::DbArgs;
-use crate::options::GuardArgs;
 use crate::train_data::{reviewed_messages, taught_messages};
 use crate::train_report::{
     print_author_figures, print_budget_choice, print_report, print_sources, ProgressLines,
@@ -23,151 +20,9 @@ mod arguments;
 mod out_of_fold;
 
 use aegis_teach::{keep_positives, negatives_for_new_validator, read_messages};
+pub use arguments::TrainArgs;
 use arguments::{check_numbers, parse_layers, validators_to_train};
 use out_of_fold::out_of_fold_for;
-
-#[derive(Debug, clap::Args)]
-pub struct TrainArgs {
-    /// Validators to train (default: every one with labels in the data).
-    pub validators: Vec<String>,
-    /// Labelled messages, JSONL: {"text", "lang", "labels": {"spam": true|false|null, ...}}.
-    #[arg(long, required_unless_present_any = ["from_reviews", "examples"])]
-    pub data: Vec<PathBuf>,
-    /// Add reviewers' decisions from history: an overturn flips the guard's result into the label.
-    #[arg(long)]
-    pub from_reviews: bool,
-    /// Add the examples taught in the history database (`aegis examples`, the Teach view) to the
-    /// data; each applied head is recorded there as a version either way (`aegis heads`).
-    #[arg(long)]
-    pub examples: bool,
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Train on only this many of each validator's positives, spread evenly over the data (all
-    /// its negatives stay): the learning curve that says how many examples are enough.
-    #[arg(long)]
-    pub positives: Option<usize>,
-    /// Leave out rows whose "source" is this (repeatable), e.g. sources whose licence forbids it.
-    #[arg(long)]
-    pub exclude_source: Vec<String>,
-    /// Candidate layers, compared per validator by cross-validated ROC AUC: `auto` (on the model,
-    /// every second layer up to two thirds of the depth and two concatenations of middle layers;
-    /// on an encoder, every fourth layer and its sentence embedding), or a list such as
-    /// `8,11,8+12` (`+` concatenates; `embedding` names an encoder's embedding). Verdicts stop
-    /// reading after the deepest layer a head names.
-    #[arg(long, default_value = "auto")]
-    pub layers: String,
-    /// L2 strength the layer candidates are compared at (the chosen layers then get the full
-    /// cross-validated search).
-    #[arg(long, default_value_t = 100.0)]
-    pub screen_alpha: f64,
-    /// Also run every validator's own prompt on every message, to report the prompt's ROC AUC
-    /// beside the heads' (one prompt per validator per message: slow).
-    #[arg(long)]
-    pub prompt_scores: bool,
-    /// Fit at this L2 strength instead of choosing one by cross-validation: a retrain after
-    /// adding examples keeps the strength its head was chosen with (`training.alpha` in the
-    /// head), in a few seconds.
-    #[arg(long)]
-    pub alpha: Option<f64>,
-    /// Cross-validation folds.
-    #[arg(long, default_value_t = 5)]
-    pub folds: usize,
-    /// How folds are made, and so how the strength, the layers and the threshold are chosen:
-    /// `by-source` holds out whole sources (the row's "source"; rows the project wrote by
-    /// language and kind), the figure a user's traffic will see; `random` is stratified random
-    /// folds, which put one source on both sides of a split and read higher. By-source reports
-    /// the random figure beside its own.
-    #[arg(long, value_enum, default_value_t = ValidationArg::BySource)]
-    pub validation: ValidationArg,
-    /// Train a hidden layer of UNITS ReLU units beside VALIDATOR's linear map, from it, at the
-    /// strength chosen for it, e.g. `toxic:64` (the shipped toxic and harassment heads have 64;
-    /// README, "A hidden layer"). The head records the settings, so the Teach view retrains it
-    /// alike.
-    #[arg(long, value_name = "VALIDATOR:UNITS", value_parser = crate::hidden_arg::parse_hidden)]
-    pub hidden: Vec<(String, usize)>,
-    /// Train VALIDATOR's head with a map for each language the guard detects (rows of each
-    /// class permitting): the map every row teaches plus a correction that language's rows
-    /// teach, the shared map scoring the rest. Measured on harassment, not shipped: it ranks
-    /// English public sources a little better but catches less at the benign budget (README, "A
-    /// map per language"). The head records it, so the Teach view retrains it alike.
-    #[arg(long, value_name = "VALIDATOR")]
-    pub by_language: Vec<String>,
-    /// Where heads are written (default: the templates folder's heads/, applied as versions with
-    /// their thresholds; elsewhere only the head files are written).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Also choose each validator's threshold on the head's out-of-fold scores: the highest
-    /// recall with at most --benign-budget of the benign rows (every label false) flagged,
-    /// measured by nested cross-validation, and write it into the template's front matter.
-    #[arg(long)]
-    pub tune_thresholds: bool,
-    /// Decide at this threshold instead of the tuned one: a place on the trade-off table that
-    /// training with --examples prints (what it catches of your violating examples against the
-    /// near misses and benign rows it flags). One validator at a time.
-    #[arg(long, value_name = "THRESHOLD")]
-    pub threshold: Option<f64>,
-    /// Share of benign rows a tuned threshold may flag (default: the shipped heads' budget).
-    #[arg(long, default_value_t = aegis_teach::BENIGN_BUDGET)]
-    pub benign_budget: f64,
-    /// A second map for one kind of violation the head misses, `VALIDATOR:NAME=FILE` (e.g.
-    /// `toxic:contempt=prompt_guard/heads/authored-contempt.jsonl`): trained on FILE's rows
-    /// labelled for the validator against every row of the data labelled not to violate it, its
-    /// threshold chosen at --reading-budget, kept in the head. The message fails when either map
-    /// fails it (README, "Contempt without a rude word").
-    #[arg(long, value_name = "VALIDATOR:NAME=FILE")]
-    pub reading: Vec<crate::train_reading::ReadingSpec>,
-    /// Share of benign rows a reading may flag on its own, on top of the head's budget.
-    #[arg(long, default_value_t = 0.003)]
-    pub reading_budget: f64,
-    /// Encoder layers the readings read instead of the head's own input, e.g. `16` (its mean
-    /// after layer 16; `+` joins several): contempt without a rude word is read from layer 16
-    /// (README, "Contempt without a rude word").
-    #[arg(long, value_name = "LAYERS", requires = "reading")]
-    pub reading_layers: Option<String>,
-    /// Report only; write no heads.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Recompute every message's features instead of reusing cached ones.
-    #[arg(long)]
-    pub no_cache: bool,
-    /// Train on these embeddings of the rows, written by `aegis adapt --cross-fit K --out-of-fold
-    /// FILE`: each row read by an adapter that never trained on its source. A head trained on
-    /// the loaded adapter's reading of its own training rows sees what it memorised, and its
-    /// thresholds collapse; rows the file lacks are read through the loaded encoder. For heads
-    /// on the embedding of an adapted encoder, trained with the same settings on the same data
-    /// (not checked: the adapter file does not record them; the head records the file's run).
-    /// Research: built with the `lab` feature.
-    #[cfg(feature = "lab")]
-    #[arg(long, value_name = "FILE")]
-    pub out_of_fold: Option<PathBuf>,
-    /// Write every training row's out-of-fold score (the head's, under --validation; the
-    /// scores its ROC AUC is read from) to FILE as JSON lines, so that two runs on different
-    /// data can be compared on the rows they share (`scripts/research/compare-scores.py`).
-    /// Research: built with the `lab` feature.
-    #[cfg(feature = "lab")]
-    #[arg(long, value_name = "FILE")]
-    pub scores_out: Option<PathBuf>,
-    /// Where features are cached (default: the platform cache folder, aegis/features).
-    #[arg(long, env = "AEGIS_FEATURE_CACHE")]
-    pub feature_cache: Option<PathBuf>,
-    #[command(flatten)]
-    pub guard: GuardArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ValidationArg {
-    BySource,
-    Random,
-}
-
-impl From<ValidationArg> for Validation {
-    fn from(arg: ValidationArg) -> Self {
-        match arg {
-            ValidationArg::BySource => Validation::BySource,
-            ValidationArg::Random => Validation::RandomFolds,
-        }
-    }
-}
 
 pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
     // A head learns from features its encoder computes; int8's rounding (what `auto` picks on a

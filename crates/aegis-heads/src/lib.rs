@@ -7,6 +7,7 @@
 //! It knows nothing of models or templates: features are plain vectors.
 
 mod error;
+mod example;
 mod fingerprint;
 mod fold_fits;
 mod folds;
@@ -21,6 +22,7 @@ mod train;
 mod weights;
 
 pub use error::{HeadError, Result};
+pub use example::Example;
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
 pub use folds::source_folds;
 pub use head::{
@@ -30,4 +32,4 @@ pub use hidden::{HiddenLayer, HiddenOptions};
 pub use metrics::{cv_metrics, metrics_by_language, roc_auc, BinaryMetrics};
 pub use reading::Reading;
 pub use record::{CvMetrics, TrainingRecord, Validation};
-pub use train::{train, Example, FoldReport, TrainOptions, Trained};
+pub use train::{train, FoldReport, TrainOptions, Trained};

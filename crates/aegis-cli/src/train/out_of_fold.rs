@@ -4,7 +4,7 @@
 use aegis_guard::LayerSearch;
 use anyhow::Result;
 
-use super::TrainArgs;
+use super::arguments::TrainArgs;
 
 /// Rows whose embeddings a file gives instead of the loaded encoder: `aegis adapt --cross-fit`'s
 /// out-of-fold embeddings (`--out-of-fold`, in lab builds).

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::probability_with;
+use super::logit::probability_with;
 use crate::error::Result;
 use crate::hidden::HiddenLayer;
 

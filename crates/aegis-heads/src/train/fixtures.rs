@@ -1,6 +1,6 @@
 //! Rows for the training tests: deterministic noise with a known signal.
 
-use super::Example;
+use crate::example::Example;
 
 /// A fixed pseudo-random stream (no dependency, same everywhere).
 pub(crate) fn lcg(seed: &mut u64) -> f32 {

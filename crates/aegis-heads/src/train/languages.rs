@@ -1,12 +1,14 @@
-//! A map per detected language (issue 64): a shared map every row teaches, and a correction per
-//! language that only its rows teach, learnt in one fit.
+//! The layout of a fit with a correction per detected language (issue 64): every row's input is
+//! its features (the shared block, which every row teaches) followed by a copy of them in its
+//! language's block (zeros in the other languages' blocks), so each language's block is a
+//! correction only its rows teach. After the fit, each language's map is the shared block plus
+//! its correction, folded into one.
 
 use crate::error::{HeadError, Result};
+use crate::example::Example;
 use crate::fold_fits::ColumnScales;
 use crate::head::LanguageMap;
 use crate::hidden::HiddenLayer;
-
-use super::{train_one_map, Example, TrainOptions, Trained};
 
 /// Rows of each class a language needs for a map of its own: fewer cannot choose a strength and
 /// a calibration on held-out sources of that language alone, and its messages share the head's
@@ -18,119 +20,125 @@ pub(crate) const MIN_LANGUAGE_CLASS_ROWS: usize = 30;
 /// `2·cost / (1 + 2·cost)` of the weight two languages need (four fifths at 2).
 const LANGUAGE_CORRECTION_COST: f64 = 2.0;
 
-/// The detected languages whose rows hold [`MIN_LANGUAGE_CLASS_ROWS`] of each class, in order.
-fn languages_with_their_own_map(examples: &[Example]) -> Vec<&str> {
-    let mut languages: Vec<&str> = examples
-        .iter()
-        .map(|e| e.detected_language.as_str())
-        .collect();
-    languages.sort_unstable();
-    languages.dedup();
-    languages.retain(|&language| {
-        let (rows, positives) = examples
-            .iter()
-            .filter(|e| e.detected_language == language)
-            .fold((0, 0), |(rows, positives), e| {
-                (rows + 1, positives + usize::from(e.label))
-            });
-        positives.min(rows - positives) >= MIN_LANGUAGE_CLASS_ROWS
-    });
-    languages
+/// The languages with a block of their own, and the width of one block.
+pub(crate) struct LanguageBlocks<'a> {
+    languages: Vec<&'a str>,
+    width: usize,
 }
 
-/// One fit on every row whose input is the message's features followed by a copy of them in its
-/// detected language's block (zeros in the other languages' blocks): the first block is a map
-/// every row teaches, each language's block a correction only its rows teach, and the L2 keeps
-/// the corrections small, so a language departs from the shared map only where its rows insist.
-/// Maps trained on one language's rows alone (session 60) won back English's public sources but
-/// gave up recall everywhere, each map seeing half the rows. The head keeps the shared map; each
-/// language's map is the shared one plus its correction, folded into one (the bias is common).
-pub(super) fn with_language_corrections(
-    examples: &[Example],
-    options: &TrainOptions,
-) -> Result<Trained> {
-    let one_map = TrainOptions {
-        by_language: false,
-        ..options.clone()
-    };
-    let languages = languages_with_their_own_map(examples);
-    let width = examples.first().map_or(0, |e| e.features.len());
-    if languages.is_empty() {
-        return train_one_map(examples, &one_map, ColumnScales::Own);
+impl<'a> LanguageBlocks<'a> {
+    /// The detected languages whose rows hold [`MIN_LANGUAGE_CLASS_ROWS`] of each class, in
+    /// order; `None` where no language does.
+    pub(crate) fn of(examples: &'a [Example]) -> Result<Option<Self>> {
+        let width = examples.first().map_or(0, |e| e.features.len());
+        // Checked here as well as when the design is built: the widened rows are made first.
+        if examples.iter().any(|e| e.features.len() != width) {
+            return Err(HeadError::BadFeatures);
+        }
+        let mut languages: Vec<&str> = examples
+            .iter()
+            .map(|e| e.detected_language.as_str())
+            .collect();
+        languages.sort_unstable();
+        languages.dedup();
+        languages.retain(|&language| {
+            let (rows, positives) = examples
+                .iter()
+                .filter(|e| e.detected_language == language)
+                .fold((0, 0), |(rows, positives), e| {
+                    (rows + 1, positives + usize::from(e.label))
+                });
+            positives.min(rows - positives) >= MIN_LANGUAGE_CLASS_ROWS
+        });
+        Ok((!languages.is_empty()).then_some(Self { languages, width }))
     }
-    if examples.iter().any(|e| e.features.len() != width) {
-        return Err(HeadError::BadFeatures);
+
+    fn blocks(&self) -> usize {
+        1 + self.languages.len()
     }
-    let blocks = 1 + languages.len();
-    let augmented: Vec<Example> = examples
-        .iter()
-        .map(|e| {
-            let mut features = Vec::with_capacity(width * blocks);
-            features.extend_from_slice(&e.features);
-            for &language in &languages {
-                if e.detected_language == language {
-                    features.extend_from_slice(&e.features);
-                } else {
-                    features.resize(features.len() + width, 0.0);
+
+    /// Each row with its features in the shared block and in its language's.
+    pub(crate) fn widen(&self, examples: &[Example]) -> Vec<Example> {
+        examples
+            .iter()
+            .map(|e| {
+                let mut features = Vec::with_capacity(self.width * self.blocks());
+                features.extend_from_slice(&e.features);
+                for &language in &self.languages {
+                    if e.detected_language == language {
+                        features.extend_from_slice(&e.features);
+                    } else {
+                        features.resize(features.len() + self.width, 0.0);
+                    }
                 }
-            }
-            Example {
-                features,
-                ..e.clone()
-            }
-        })
-        .collect();
-    let scales = ColumnScales::Corrections {
-        width,
-        cost: LANGUAGE_CORRECTION_COST,
-    };
-    let joint = train_one_map(&augmented, &one_map, scales)?;
-    // Each unit's row of joint weights holds `blocks` blocks of `width`; a map's weights are
-    // the sum of the blocks it reads: the shared block alone, or it and a language's correction.
-    let sum_of_blocks = |rows: &[f32], of: &[usize]| -> Vec<f32> {
-        rows.chunks_exact(width * blocks)
+                Example {
+                    features,
+                    ..e.clone()
+                }
+            })
+            .collect()
+    }
+
+    /// The corrections' columns made dearer than the shared ones.
+    pub(crate) fn scales(&self) -> ColumnScales {
+        ColumnScales::Corrections {
+            width: self.width,
+            cost: LANGUAGE_CORRECTION_COST,
+        }
+    }
+
+    /// The widened fit's map read back as the shared map (weights and hidden layer) and a map
+    /// per language; the bias is common.
+    pub(crate) fn maps(
+        &self,
+        weights: &[f32],
+        hidden: Option<&HiddenLayer>,
+        bias: f32,
+    ) -> (Vec<f32>, Option<HiddenLayer>, Vec<LanguageMap>) {
+        let map_of_blocks = |of: &[usize]| {
+            let hidden = hidden.map(|layer| HiddenLayer {
+                weights: self.sum_of_blocks(&layer.weights, of),
+                bias: layer.bias.clone(),
+                out: layer.out.clone(),
+            });
+            (self.sum_of_blocks(weights, of), hidden)
+        };
+        let languages = self
+            .languages
+            .iter()
+            .enumerate()
+            .map(|(k, language)| {
+                let (weights, hidden) = map_of_blocks(&[0, k + 1]);
+                LanguageMap {
+                    language: language.to_string(),
+                    weights,
+                    bias,
+                    hidden,
+                }
+            })
+            .collect();
+        let (weights, hidden) = map_of_blocks(&[0]);
+        (weights, hidden, languages)
+    }
+
+    /// Each unit's row of widened weights holds the blocks; a map's weights are the sum of the
+    /// blocks it reads: the shared block alone, or it and a language's correction.
+    fn sum_of_blocks(&self, rows: &[f32], of: &[usize]) -> Vec<f32> {
+        let width = self.width;
+        rows.chunks_exact(width * self.blocks())
             .flat_map(|row| {
                 (0..width).map(move |i| of.iter().map(|block| row[block * width + i]).sum())
             })
             .collect()
-    };
-    let map_of_blocks = |of: &[usize]| {
-        let weights = sum_of_blocks(&joint.weights, of);
-        let hidden = joint.hidden.as_ref().map(|layer| HiddenLayer {
-            weights: sum_of_blocks(&layer.weights, of),
-            bias: layer.bias.clone(),
-            out: layer.out.clone(),
-        });
-        (weights, hidden)
-    };
-    let maps = languages
-        .iter()
-        .enumerate()
-        .map(|(k, language)| {
-            let (weights, hidden) = map_of_blocks(&[0, k + 1]);
-            LanguageMap {
-                language: language.to_string(),
-                weights,
-                bias: joint.bias,
-                hidden,
-            }
-        })
-        .collect();
-    let (weights, hidden) = map_of_blocks(&[0]);
-    Ok(Trained {
-        weights,
-        hidden,
-        languages: maps,
-        ..joint
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::fixture;
     use super::*;
     use crate::metrics::roc_auc;
-    use crate::train::train;
+    use crate::train::fixtures::fixture;
+    use crate::train::{train, TrainOptions};
 
     /// Rows whose first feature means a violation in one language and the opposite in the
     /// other: one shared line ranks them at chance; a shared map with a correction per language

@@ -28,14 +28,7 @@ use crate::bf16::bf16_to_f32;
 mod tile_config;
 
 use tile_config::TileConfig;
-#[cfg(test)]
-pub(super) use tile_config::{
-    foreign_tile_configuration, load_foreign_tile_configuration, release_tiles,
-    thread_tile_configuration,
-};
-
-/// Bytes in a row of a tile.
-pub(super) const TILE_ROW_BYTES: usize = 64;
+pub(super) use tile_config::TILE_ROW_BYTES;
 
 /// Whether the CPU has AMX-TILE and AMX-BF16 and the kernel lets this process use the tile
 /// registers. Linux grants them only on request (`arch_prctl(ARCH_REQ_XCOMP_PERM)`: their 8 KiB
@@ -519,4 +512,44 @@ unsafe fn write(
             )
         };
     }
+}
+
+// The thread's tile configuration as another user of the tiles would leave it, for the test
+// that holds [`Amx`] to putting it back.
+
+/// A palette-1 configuration unlike ours: the tiles of 8 rows by 32 bytes, as candle or any
+/// other library might choose.
+#[cfg(test)]
+pub(super) fn foreign_tile_configuration() -> [u8; 64] {
+    TileConfig::uniform(8, 32).0
+}
+
+/// Loads [`foreign_tile_configuration`] as the thread's configuration.
+#[cfg(test)]
+pub(super) fn load_foreign_tile_configuration() {
+    assert!(available(), "no tiles to configure");
+    // SAFETY: the CPU has the tiles, granted (asserted); the configuration is a valid palette 1.
+    unsafe { TileConfig(foreign_tile_configuration()).load() };
+}
+
+/// The thread's configuration: all zeros where the tiles are unconfigured. A `tilezero` on it
+/// first, so a configuration the CPU does not hold faults here and not in a later product.
+#[cfg(test)]
+pub(super) fn thread_tile_configuration() -> [u8; 64] {
+    assert!(available(), "no tiles to read");
+    // SAFETY: the CPU has the tiles, granted (asserted).
+    let config = unsafe { TileConfig::stored() };
+    if config.palette() != 0 {
+        // SAFETY: the tiles are configured, so tile 0 exists.
+        unsafe { asm!("tilezero tmm0", options(nostack, nomem)) };
+    }
+    config.0
+}
+
+/// The tiles back to unconfigured.
+#[cfg(test)]
+pub(super) fn release_tiles() {
+    assert!(available(), "no tiles to release");
+    // SAFETY: the CPU has the tiles, granted (asserted).
+    unsafe { TileConfig::release() };
 }

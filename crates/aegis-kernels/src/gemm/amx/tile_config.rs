@@ -1,16 +1,17 @@
-//! The tile configuration: `ldtilecfg`'s and `sttilecfg`'s 64 bytes, ours and the thread's, and
-//! (for tests) a foreign one as another user of the tiles would leave it.
+//! The tile configuration: `ldtilecfg`'s and `sttilecfg`'s 64 bytes, ours and the thread's, which
+//! [`super::Amx`] saves and puts back.
 
 use std::arch::asm;
 
-#[cfg(test)]
-use super::available;
-use super::{TILE, TILE_ROW_BYTES};
+use crate::gemm::tile::AMX_TILE as TILE;
+
+/// Bytes in a row of a tile.
+pub(crate) const TILE_ROW_BYTES: usize = 64;
 
 /// `ldtilecfg`'s and `sttilecfg`'s operand: ours is palette 1, all eight tiles 16 rows of 64
 /// bytes.
 #[repr(C, align(64))]
-pub(super) struct TileConfig([u8; 64]);
+pub(super) struct TileConfig(pub(super) [u8; 64]);
 
 impl TileConfig {
     /// The palette: 0 where the tiles are unconfigured.
@@ -62,44 +63,4 @@ impl TileConfig {
         // SAFETY: the caller's promise; the instruction touches no memory.
         unsafe { asm!("tilerelease", options(nostack, nomem)) };
     }
-}
-
-// The thread's tile configuration as another user of the tiles would leave it, for the test
-// that holds [`Amx`] to putting it back.
-
-/// A palette-1 configuration unlike ours: the tiles of 8 rows by 32 bytes, as candle or any
-/// other library might choose.
-#[cfg(test)]
-pub(in crate::gemm) fn foreign_tile_configuration() -> [u8; 64] {
-    TileConfig::uniform(8, 32).0
-}
-
-/// Loads [`foreign_tile_configuration`] as the thread's configuration.
-#[cfg(test)]
-pub(in crate::gemm) fn load_foreign_tile_configuration() {
-    assert!(available(), "no tiles to configure");
-    // SAFETY: the CPU has the tiles, granted (asserted); the configuration is a valid palette 1.
-    unsafe { TileConfig(foreign_tile_configuration()).load() };
-}
-
-/// The thread's configuration: all zeros where the tiles are unconfigured. A `tilezero` on it
-/// first, so a configuration the CPU does not hold faults here and not in a later product.
-#[cfg(test)]
-pub(in crate::gemm) fn thread_tile_configuration() -> [u8; 64] {
-    assert!(available(), "no tiles to read");
-    // SAFETY: the CPU has the tiles, granted (asserted).
-    let config = unsafe { TileConfig::stored() };
-    if config.palette() != 0 {
-        // SAFETY: the tiles are configured, so tile 0 exists.
-        unsafe { asm!("tilezero tmm0", options(nostack, nomem)) };
-    }
-    config.0
-}
-
-/// The tiles back to unconfigured.
-#[cfg(test)]
-pub(in crate::gemm) fn release_tiles() {
-    assert!(available(), "no tiles to release");
-    // SAFETY: the CPU has the tiles, granted (asserted).
-    unsafe { TileConfig::release() };
 }
