@@ -71,13 +71,6 @@ if [ "$layers" = embedding ]; then
     fi
   done
 fi
-# Toxic also keeps a map per language (README, "A map per language"): the Indonesian writers' rows
-# otherwise move the English ranking, and with its own correction for each language toxic ranked
-# English public sources closer to c409b5c's while catching as much at the line (session 63).
-by_language=()
-if [ "$layers" = embedding ] && { [ "$named" = 0 ] || printf '%s\n' "$@" | grep -qx toxic; }; then
-  by_language=(--by-language toxic)
-fi
 # AEGIS_TRAIN_FEATURES=lab builds the research flags in (`--scores-out`, for
 # scripts/research/baseline-auc.sh).
 features=()
@@ -99,5 +92,4 @@ cargo run --release --locked -p aegis-cli ${features[@]+"${features[@]}"} -- tra
     --benign-budget 0.01 \
     "${readings[@]}" \
     "${hidden[@]}" \
-    ${by_language[@]+"${by_language[@]}"} \
     "$@"

@@ -464,9 +464,10 @@ mod tests {
         assert_eq!(retrain_options(Some(&toxic)).hidden, Some(hidden));
         assert_eq!(retrain_options(Some(&shipped("spam"))).hidden, None);
         assert_eq!(retrain_options(None), TrainOptions::default());
-        // Toxic ships a map per language, and is retrained with them; spam has one map.
-        assert!(toxic.training.by_language);
-        assert!(retrain_options(Some(&toxic)).by_language);
-        assert!(!retrain_options(Some(&shipped("spam"))).by_language);
+        // A head with a map per language is retrained with them.
+        let mut by_language = shipped("spam");
+        assert!(!retrain_options(Some(&by_language)).by_language);
+        by_language.training.by_language = true;
+        assert!(retrain_options(Some(&by_language)).by_language);
     }
 }
