@@ -178,6 +178,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
             .map_or(defaults.alphas.clone(), |alpha| vec![alpha]),
         hidden: None,
         by_language: false,
+        language_rule: args.language_rule.into(),
     };
     let prompts = args.guard.prompts_dir()?;
     let live_dir = heads_dir(&prompts, guard.encoder().is_some());

@@ -242,10 +242,18 @@ pub(crate) fn print_report(t: &ValidatorTraining) {
             .iter()
             .map(|m| m.language.as_str())
             .collect();
+        let rule = match t.head.language_rule {
+            aegis_heads::LanguageRule::Detected => {
+                "each language's rows scored on their map out of fold); other languages read \
+                 the shared map"
+            }
+            aegis_heads::LanguageRule::Highest => {
+                "every row scored by the highest of the maps out of fold, whatever its \
+                 language)"
+            }
+        };
         println!(
-            "{:<18} a map per language for {} (the shared map plus its correction, each \
-             language's rows scored on their map out of fold); other languages read the \
-             shared map",
+            "{:<18} a map per language for {} (the shared map plus its correction, {rule}",
             t.key,
             if mapped.is_empty() {
                 "none".to_string()

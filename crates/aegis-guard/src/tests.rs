@@ -179,6 +179,7 @@ fn head(key: &str, layers: Vec<usize>, weights: Vec<f32>, bias: f32) -> Head {
         hidden: None,
         bias,
         languages: Vec::new(),
+        language_rule: Default::default(),
         readings: Vec::new(),
         content_hash: String::new(),
     }

@@ -277,6 +277,7 @@ pub fn train_validator(
         bias: chosen.bias,
         hidden: chosen.hidden.clone(),
         languages: chosen.languages.clone(),
+        language_rule: chosen.language_rule,
         readings: Vec::new(),
         content_hash: String::new(),
     };

@@ -36,13 +36,18 @@ pub(crate) struct FoldSplit {
 
 struct Fold {
     held_out: Vec<usize>,
-    held_out_x: Array2<f64>,
+    /// The held-out rows as each view reads them (one view but for
+    /// [`LanguageRule::Highest`](crate::LanguageRule::Highest)): a row's decision is the highest.
+    held_out_views: Vec<Array2<f64>>,
     train: Standardised,
 }
 
 impl FoldSplit {
+    /// `x` is what the fits train on; `views` (each `x`'s shape) are how a held-out row is
+    /// scored, its decision the highest of theirs; none means `x` itself.
     pub(crate) fn new(
         x: &Array2<f64>,
+        views: &[Array2<f64>],
         labels: &[bool],
         taught: &[bool],
         fold_of: &[usize],
@@ -61,8 +66,13 @@ impl FoldSplit {
                     &train_taught,
                     scales,
                 )?;
+                let held_out_views = if views.is_empty() {
+                    vec![x.select(Axis(0), &held_out)]
+                } else {
+                    views.iter().map(|v| v.select(Axis(0), &held_out)).collect()
+                };
                 Ok(Fold {
-                    held_out_x: x.select(Axis(0), &held_out),
+                    held_out_views,
                     held_out,
                     train,
                 })
@@ -85,7 +95,13 @@ impl FoldSplit {
         let fitted = self.each_fold(|fold, index| {
             let start = starts.get(index).and_then(|s| s.as_ref());
             let model = fold.train.fit(alpha, start)?;
-            Ok((model.decision(&fold.held_out_x), model))
+            let highest = fold
+                .held_out_views
+                .iter()
+                .map(|view| model.decision(view))
+                .reduce(|a, b| ndarray::Zip::from(&a).and(&b).map_collect(|x, y| x.max(*y)))
+                .unwrap_or_default();
+            Ok((highest, model))
         });
         let mut decisions = Array1::zeros(self.rows);
         let mut models = Vec::with_capacity(self.folds.len());
@@ -112,11 +128,17 @@ impl FoldSplit {
             let model = fold
                 .train
                 .fit_residual(alpha, (weights, *intercept), options)?;
-            let held_out = fold.train.standardise(&fold.held_out_x);
-            Ok(held_out
-                .chunks_exact(fold.held_out_x.ncols().max(1))
-                .map(|row| model.decision(row))
-                .collect::<Vec<f64>>())
+            let mut highest = vec![f64::NEG_INFINITY; fold.held_out.len()];
+            for view in &fold.held_out_views {
+                let held_out = fold.train.standardise(view);
+                for (best, row) in highest
+                    .iter_mut()
+                    .zip(held_out.chunks_exact(view.ncols().max(1)))
+                {
+                    *best = best.max(model.decision(row));
+                }
+            }
+            Ok(highest)
         });
         let mut decisions = Array1::zeros(self.rows);
         for (fold, result) in self.folds.iter().zip(fitted) {

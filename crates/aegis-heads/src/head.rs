@@ -14,7 +14,7 @@ use crate::record::TrainingRecord;
 mod language_map;
 mod logit;
 
-pub use language_map::LanguageMap;
+pub use language_map::{LanguageMap, LanguageRule};
 pub(crate) use logit::{linear_probability, probability_with, sigmoid};
 
 /// Version of the file layout; a reader refuses layouts it does not know. Format 1 heads read
@@ -132,6 +132,9 @@ pub struct Head {
     /// part every row taught) scores the rest. Readings apply alike to every language.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub languages: Vec<LanguageMap>,
+    /// Which of `languages` scores a message.
+    #[serde(default, skip_serializing_if = "LanguageRule::is_detected")]
+    pub language_rule: LanguageRule,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readings: Vec<Reading>,
     /// sha256 of the bytes the head was read from (hex), so a verdict can name the head version
@@ -245,9 +248,18 @@ impl Head {
         language: &str,
         layers_input: &LayersInput,
     ) -> Result<f32> {
-        let mut p = match self.languages.iter().find(|m| m.language == language) {
-            Some(map) => map.probability(input)?,
-            None => probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)?,
+        let mut p = match self.language_rule {
+            LanguageRule::Highest if !self.languages.is_empty() => {
+                let mut highest = 0.0f64;
+                for map in &self.languages {
+                    highest = highest.max(map.probability(input)?);
+                }
+                highest
+            }
+            _ => match self.languages.iter().find(|m| m.language == language) {
+                Some(map) => map.probability(input)?,
+                None => probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)?,
+            },
         };
         for reading in &self.readings {
             let own;
@@ -330,6 +342,7 @@ mod tests {
             bias: 0.5,
             hidden: None,
             languages: Vec::new(),
+            language_rule: LanguageRule::Detected,
             readings: Vec::new(),
             content_hash: String::new(),
         }
@@ -510,6 +523,44 @@ mod tests {
         head().save(&path).expect("save");
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(!text.contains("languages"), "{text}");
+        assert!(!text.contains("language_rule"), "{text}");
+    }
+
+    /// Under the highest rule every message reads every language's map and takes the highest,
+    /// whatever language it is detected in: an Indonesian insult with English words after it
+    /// is read by the Indonesian map too.
+    #[test]
+    fn the_highest_rule_reads_every_languages_map_whatever_the_detected_language() {
+        let mut highest = head();
+        highest.language_rule = LanguageRule::Highest;
+        for (language, weights) in [("en", vec![-1.0, -1.0]), ("id", vec![-1.0, 1.0])] {
+            highest.languages.push(LanguageMap {
+                language: language.into(),
+                weights,
+                bias: 0.0,
+                hidden: None,
+            });
+        }
+        let input = [1.0f32, 2.0];
+        // English map: -1 - 2; Indonesian map: -1 + 2; the head's own map reads no message.
+        for detected in ["en", "id", "fr"] {
+            let p = highest
+                .probability(&input, detected, &no_layers)
+                .expect("p");
+            assert!(
+                (f64::from(p) - sigmoid(1.0)).abs() < 1e-6,
+                "{detected}: {p}"
+            );
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("toxic.json");
+        highest.save(&path).expect("save");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains("\"language_rule\": \"highest\""), "{text}");
+        assert_eq!(
+            Head::load(&path).expect("load").language_rule,
+            LanguageRule::Highest
+        );
     }
 
     #[test]

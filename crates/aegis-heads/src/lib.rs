@@ -26,7 +26,8 @@ pub use example::Example;
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};
 pub use folds::source_folds;
 pub use head::{
-    candidate_label, Encoder, Features, Head, LanguageMap, LayersInput, ModelBinding, HEAD_FORMAT,
+    candidate_label, Encoder, Features, Head, LanguageMap, LanguageRule, LayersInput, ModelBinding,
+    HEAD_FORMAT,
 };
 pub use hidden::{HiddenLayer, HiddenOptions};
 pub use metrics::{cv_metrics, metrics_by_language, roc_auc, BinaryMetrics};

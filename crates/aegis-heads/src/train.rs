@@ -14,7 +14,7 @@ use ndarray::{Array1, Array2};
 use crate::error::{HeadError, Result};
 use crate::fold_fits::{ColumnScales, FoldFit, FoldSplit, LinearModel, Standardised};
 use crate::folds::{source_folds, stratified_folds};
-use crate::head::{sigmoid, LanguageMap};
+use crate::head::{sigmoid, LanguageMap, LanguageRule};
 use crate::hidden::{HiddenLayer, HiddenOptions};
 use crate::metrics::{cv_metrics, metrics_by_language, roc_auc};
 use crate::record::{CvMetrics, Validation};
@@ -40,6 +40,8 @@ pub struct TrainOptions {
     /// each class: the map every row teaches plus a correction that language's rows teach
     /// (issue 64).
     pub by_language: bool,
+    /// Which language map scores a message, out of fold as in the head written.
+    pub language_rule: LanguageRule,
 }
 
 impl Default for TrainOptions {
@@ -50,6 +52,7 @@ impl Default for TrainOptions {
             validation: Validation::BySource,
             hidden: None,
             by_language: false,
+            language_rule: LanguageRule::Highest,
         }
     }
 }
@@ -72,6 +75,7 @@ pub struct Trained {
     /// and `hidden` plus each one's correction); their rows' out-of-fold scores (and so `cv`)
     /// are their map's.
     pub languages: Vec<LanguageMap>,
+    pub language_rule: LanguageRule,
     pub alpha: f64,
     pub folds: usize,
     /// How the folds were made: by source unless the rows come from too few sources to hold one
@@ -93,6 +97,13 @@ impl Trained {
     /// Calibrated probability that `features` of a message detected in `language` show a
     /// violation, as the head written from this training scores it.
     pub fn probability(&self, features: &[f32], language: &str) -> Result<f64> {
+        if self.language_rule == LanguageRule::Highest && !self.languages.is_empty() {
+            let mut highest = 0.0f64;
+            for map in &self.languages {
+                highest = highest.max(map.probability(features)?);
+            }
+            return Ok(highest);
+        }
         match self.languages.iter().find(|m| m.language == language) {
             Some(map) => map.probability(features),
             None => crate::head::probability_with(
@@ -109,7 +120,7 @@ pub fn train(examples: &[Example], options: &TrainOptions) -> Result<Trained> {
     if options.by_language {
         with_language_corrections(examples, options)
     } else {
-        train_one_map(examples, options, ColumnScales::Own)
+        train_one_map(examples, &[], options, ColumnScales::Own)
     }
 }
 
@@ -124,22 +135,33 @@ fn with_language_corrections(examples: &[Example], options: &TrainOptions) -> Re
         ..options.clone()
     };
     let Some(blocks) = LanguageBlocks::of(examples)? else {
-        return train_one_map(examples, &one_map, ColumnScales::Own);
+        return train_one_map(examples, &[], &one_map, ColumnScales::Own);
     };
-    let joint = train_one_map(&blocks.widen(examples), &one_map, blocks.scales())?;
+    // Under the highest rule a held-out row is scored as each language's map reads it.
+    let views = match options.language_rule {
+        LanguageRule::Detected => Vec::new(),
+        LanguageRule::Highest => blocks
+            .languages()
+            .map(|language| feature_matrix(&blocks.widen_as(examples, language)))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let joint = train_one_map(&blocks.widen(examples), &views, &one_map, blocks.scales())?;
     let (weights, hidden, languages) =
         blocks.maps(&joint.weights, joint.hidden.as_ref(), joint.bias);
     Ok(Trained {
         weights,
         hidden,
         languages,
+        language_rule: options.language_rule,
         ..joint
     })
 }
 
-/// One map on every row of `examples`.
+/// One map on every row of `examples`; a held-out row's score is the highest of its `views`'
+/// (rows of the same shape as the examples' features), or its own features' where there are none.
 fn train_one_map(
     examples: &[Example],
+    views: &[Array2<f64>],
     options: &TrainOptions,
     scales: ColumnScales,
 ) -> Result<Trained> {
@@ -182,7 +204,7 @@ fn train_one_map(
     let mut alphas = options.alphas.clone();
     alphas.sort_by(|a, b| b.total_cmp(a));
     let mut best: Option<(f64, f64, Array1<f64>, Vec<FoldFit>)> = None;
-    let split = FoldSplit::new(&x, &labels, &taught, &fold_of, folds, scales)?;
+    let split = FoldSplit::new(&x, views, &labels, &taught, &fold_of, folds, scales)?;
     let mut starts: Vec<Option<FoldFit>> = vec![None; folds];
     let mut worse_in_a_row = 0;
     for &alpha in &alphas {
@@ -261,7 +283,7 @@ fn train_one_map(
     let random_folds = if validation == Validation::BySource && options.hidden.is_none() {
         let random_fold_of = stratified_folds(&labels, options.folds.max(2));
         let folds = options.folds.max(2);
-        let split = FoldSplit::new(&x, &labels, &taught, &random_fold_of, folds, scales)?;
+        let split = FoldSplit::new(&x, views, &labels, &taught, &random_fold_of, folds, scales)?;
         let (random, _) = split.out_of_fold_decisions(alpha, &vec![None; folds])?;
         let scores: Vec<f64> = random.iter().map(|d| sigmoid(slope * d + offset)).collect();
         Some(report(&scores))
@@ -274,6 +296,7 @@ fn train_one_map(
         bias,
         hidden,
         languages: Vec::new(),
+        language_rule: LanguageRule::Detected,
         alpha,
         folds,
         validation,

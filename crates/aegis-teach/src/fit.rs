@@ -430,12 +430,14 @@ fn flips(
 }
 
 /// How a head is retrained: as the live head was, so a head with a hidden layer keeps one, and a
-/// head with a map per language gets them again.
+/// head with a map per language gets them again, under the same rule.
 fn retrain_options(current: Option<&Head>) -> TrainOptions {
+    let defaults = TrainOptions::default();
     TrainOptions {
         hidden: current.and_then(|head| head.training.hidden.clone()),
         by_language: current.is_some_and(|head| head.training.by_language),
-        ..TrainOptions::default()
+        language_rule: current.map_or(defaults.language_rule, |head| head.language_rule),
+        ..defaults
     }
 }
 
@@ -469,5 +471,15 @@ mod tests {
         assert!(!retrain_options(Some(&by_language)).by_language);
         by_language.training.by_language = true;
         assert!(retrain_options(Some(&by_language)).by_language);
+        // ...under the rule it was trained with.
+        assert_eq!(
+            retrain_options(Some(&by_language)).language_rule,
+            aegis_heads::LanguageRule::Detected
+        );
+        by_language.language_rule = aegis_heads::LanguageRule::Highest;
+        assert_eq!(
+            retrain_options(Some(&by_language)).language_rule,
+            aegis_heads::LanguageRule::Highest
+        );
     }
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use aegis_guard::{Guard, LabelledMessage};
-use aegis_heads::Validation;
+use aegis_heads::{LanguageRule, Validation};
 use anyhow::{bail, Context, Result};
 
 use crate::history_cmd::DbArgs;
@@ -76,6 +76,12 @@ pub struct TrainArgs {
     /// map per language"). The head records it, so the Teach view retrains it alike.
     #[arg(long, value_name = "VALIDATOR")]
     pub by_language: Vec<String>,
+    /// Which of a --by-language head's maps scores a message: `highest`, the highest of them
+    /// whatever the language (a message fails if either language's reading fails it); `detected`,
+    /// the detected language's, which a message mixing languages can steer (sessions 60 to 63
+    /// measured it). Out-of-fold scores, and so the threshold, follow the rule.
+    #[arg(long, value_enum, default_value_t = LanguageRuleArg::Highest)]
+    pub language_rule: LanguageRuleArg,
     /// Where heads are written (default: the templates folder's heads/, applied as versions with
     /// their thresholds; elsewhere only the head files are written).
     #[arg(long)]
@@ -149,6 +155,21 @@ impl From<ValidationArg> for Validation {
         match arg {
             ValidationArg::BySource => Validation::BySource,
             ValidationArg::Random => Validation::RandomFolds,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LanguageRuleArg {
+    Detected,
+    Highest,
+}
+
+impl From<LanguageRuleArg> for LanguageRule {
+    fn from(arg: LanguageRuleArg) -> Self {
+        match arg {
+            LanguageRuleArg::Detected => LanguageRule::Detected,
+            LanguageRuleArg::Highest => LanguageRule::Highest,
         }
     }
 }

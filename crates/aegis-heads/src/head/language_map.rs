@@ -48,3 +48,25 @@ impl LanguageMap {
         }
     }
 }
+
+/// Which of a head's language maps scores a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LanguageRule {
+    /// The map of the language the guard detects in the message; the head's own map for a
+    /// language without one.
+    #[default]
+    Detected,
+    /// The highest of the languages' maps, whatever language the guard detects: a message is a
+    /// violation if any language's reading of it says so. Why: a detected language is one guess
+    /// for the whole message, and chat mixes languages; "dasar goblok kamu anjing" with a few
+    /// English words after it is detected English, and the English map, which learned that
+    /// Indonesian insults are not English ones, let it through (session 63).
+    Highest,
+}
+
+impl LanguageRule {
+    pub fn is_detected(&self) -> bool {
+        *self == Self::Detected
+    }
+}

@@ -57,15 +57,35 @@ impl<'a> LanguageBlocks<'a> {
         1 + self.languages.len()
     }
 
+    /// The languages with a block of their own, in order.
+    pub(crate) fn languages(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.languages.iter().copied()
+    }
+
     /// Each row with its features in the shared block and in its language's.
     pub(crate) fn widen(&self, examples: &[Example]) -> Vec<Example> {
+        self.widen_with(examples, |e| e.detected_language.as_str())
+    }
+
+    /// Each row as `language`'s map reads it: its features in the shared block and that
+    /// language's, whatever the row's own language.
+    pub(crate) fn widen_as(&self, examples: &[Example], language: &str) -> Vec<Example> {
+        self.widen_with(examples, |_| language)
+    }
+
+    fn widen_with<'e>(
+        &self,
+        examples: &'e [Example],
+        language_of: impl Fn(&'e Example) -> &'e str,
+    ) -> Vec<Example> {
         examples
             .iter()
             .map(|e| {
                 let mut features = Vec::with_capacity(self.width * self.blocks());
                 features.extend_from_slice(&e.features);
+                let own = language_of(e);
                 for &language in &self.languages {
-                    if e.detected_language == language {
+                    if own == language {
                         features.extend_from_slice(&e.features);
                     } else {
                         features.resize(features.len() + self.width, 0.0);
@@ -136,6 +156,7 @@ impl<'a> LanguageBlocks<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::head::LanguageRule;
     use crate::metrics::roc_auc;
     use crate::train::fixtures::fixture;
     use crate::train::{train, TrainOptions};
@@ -144,6 +165,9 @@ mod tests {
     /// other: one shared line ranks them at chance; a shared map with a correction per language
     /// ranks both on held-out sources, each language's map is the one its rows were scored with
     /// out of fold, and a language with too few rows of a class is scored by the shared map.
+    /// Under the detected rule only: under the highest, each map reads the other language's rows
+    /// the wrong way round and the higher of the two is high on every row; that rule is for
+    /// languages that add violations of their own, not for languages that disagree.
     #[test]
     fn a_correction_per_language_learns_what_the_languages_disagree_on() {
         let mut examples = fixture(400);
@@ -154,6 +178,7 @@ mod tests {
         let shared = train(&examples, &TrainOptions::default()).expect("shared");
         let options = TrainOptions {
             by_language: true,
+            language_rule: LanguageRule::Detected,
             ..TrainOptions::default()
         };
         let by_language = train(&examples, &options).expect("by language");
@@ -219,6 +244,48 @@ mod tests {
             trained.probability(&row.features, "id").expect("width"),
             trained.probability(&row.features, "other").expect("width"),
             "the shared map"
+        );
+    }
+
+    /// Under the highest rule a row's out-of-fold score is the highest of the languages' maps,
+    /// as the head written scores it: a signal only Indonesian rows carry is caught on a row
+    /// detected as English too, which the detected rule's English map does not learn.
+    #[test]
+    fn under_the_highest_rule_every_row_reads_every_map() {
+        let mut examples = fixture(600);
+        // Indonesian violations also carry the second feature; English rows never move it.
+        for e in examples.iter_mut().filter(|e| e.detected_language == "id") {
+            e.features[1] += if e.label { 0.8 } else { 0.0 };
+        }
+        let options = |language_rule| TrainOptions {
+            by_language: true,
+            language_rule,
+            ..TrainOptions::default()
+        };
+        let highest = train(&examples, &options(LanguageRule::Highest)).expect("highest");
+        assert_eq!(highest.language_rule, LanguageRule::Highest);
+        assert!(highest.cv.roc_auc.expect("auc") > 0.8);
+        // Out of fold as in the head: every row's score is the same whatever its language.
+        let row = &examples[0].features;
+        let by = |language: &str| highest.probability(row, language).expect("p");
+        assert_eq!(by("en"), by("id"));
+        assert_eq!(by("en"), by("fr"));
+        let maps: Vec<f64> = highest
+            .languages
+            .iter()
+            .map(|m| m.probability(row).expect("map"))
+            .collect();
+        assert_eq!(by("en"), maps.iter().copied().fold(0.0, f64::max));
+        // An Indonesian-style violation (only the second feature) detected as English.
+        let mut mixed = vec![0.0f32; row.len()];
+        mixed[1] = 1.0;
+        *mixed.last_mut().expect("constant") = 1.0;
+        let detected = train(&examples, &options(LanguageRule::Detected)).expect("detected");
+        let caught = highest.probability(&mixed, "en").expect("p");
+        let missed = detected.probability(&mixed, "en").expect("p");
+        assert!(
+            caught > missed + 0.1,
+            "highest {caught} against detected {missed}"
         );
     }
 
