@@ -58,6 +58,14 @@ fi
 # authored-writers.jsonl (eleven helper writers' reports, untargeted profanity, civil criticism,
 # contempt, direct abuse, threats and their look-alikes) labels only toxic and harassment (its
 # threats harassment alone), so the other heads train as before (README, "Eight writers").
+# Diluted rows (scripts/make-diluted-rows.py, made here from the files below, not committed): each
+# toxic row, and as many toxic-false ones, with an ordinary sentence of the training files' benign
+# rows beside it, so a friendly sentence after an insult does not carry it through (README,
+# "Insults with text beside them"). Toxic was trained with them in session 64; spam, harassment
+# and financial advice were trained before they existed, and their next retrain reads them.
+diluted_dir=$(mktemp -d)
+trap 'rm -rf "$diluted_dir"' EXIT
+python3 scripts/make-diluted-rows.py "$diluted_dir/authored-diluted.jsonl"
 # Features from the precise encoder (bf16 kernels), not the int8 one `auto` picks where the CPU
 # has VNNI: the shipped heads do not depend on int8's rounding, and scored on it they were
 # measured unchanged (README, "The encoder in int8").
@@ -87,6 +95,7 @@ cargo run --release --locked -p aegis-cli ${features[@]+"${features[@]}"} -- tra
     --data prompt_guard/heads/benign-real.jsonl \
     --data prompt_guard/heads/authored-writers.jsonl \
     --data prompt_guard/heads/authored-writers-harassment.jsonl \
+    --data "$diluted_dir/authored-diluted.jsonl" \
     --layers "$layers" \
     --tune-thresholds \
     --benign-budget 0.01 \
