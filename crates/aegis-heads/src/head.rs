@@ -297,11 +297,11 @@ mod tests {
     use crate::record::{CvMetrics, Validation};
     use std::collections::BTreeMap;
 
-    fn no_layers(_: &[usize]) -> std::result::Result<Vec<f32>, String> {
+    pub(super) fn no_layers(_: &[usize]) -> std::result::Result<Vec<f32>, String> {
         Err("no reading here reads other layers".into())
     }
 
-    fn head() -> Head {
+    pub(super) fn head() -> Head {
         Head {
             format: HEAD_FORMAT,
             validator: "spam".into(),
@@ -474,93 +474,6 @@ mod tests {
         with_hidden.save(&path).expect("save");
         let err = Head::load(&path).unwrap_err().to_string();
         assert!(err.contains("hidden layer"), "{err}");
-    }
-
-    /// A message the guard detects in a language with a map of its own is scored by that map;
-    /// others by the head's own. A map of another width, or a language mapped twice, is refused
-    /// when the head is read.
-    #[test]
-    fn a_language_map_scores_that_languages_messages_and_is_checked_when_read() {
-        let mut with_map = head();
-        with_map.languages.push(LanguageMap {
-            language: "id".into(),
-            weights: vec![-1.0, 1.0],
-            bias: 0.0,
-            hidden: Some(HiddenLayer {
-                weights: vec![1.0, 1.0],
-                bias: vec![0.0],
-                out: vec![1.0],
-            }),
-        });
-        let input = [1.0f32, 2.0];
-        // Own map: 1 - 4 + 0.5; Indonesian map: -1 + 2 + relu(3) * 1.
-        let en = with_map.probability(&input, "en", &no_layers).expect("en");
-        let id = with_map.probability(&input, "id", &no_layers).expect("id");
-        assert!((f64::from(en) - sigmoid(-2.5)).abs() < 1e-6, "{en}");
-        assert!((f64::from(id) - sigmoid(4.0)).abs() < 1e-6, "{id}");
-        assert_eq!(
-            with_map.probability(&input, "fr", &no_layers).expect("fr"),
-            en,
-            "a language without a map of its own reads the head's"
-        );
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("harassment.json");
-        with_map.save(&path).expect("save");
-        assert_eq!(
-            Head::load(&path).expect("load").languages,
-            with_map.languages
-        );
-        let mut twice = with_map.clone();
-        twice.languages.push(twice.languages[0].clone());
-        twice.save(&path).expect("save");
-        let err = Head::load(&path).unwrap_err().to_string();
-        assert!(err.contains("two maps"), "{err}");
-        with_map.languages[0].weights.push(0.0);
-        with_map.save(&path).expect("save");
-        let err = Head::load(&path).unwrap_err().to_string();
-        assert!(err.contains("language \"id\""), "{err}");
-        // A head without maps writes nothing of them: files from before stay byte for byte.
-        head().save(&path).expect("save");
-        let text = std::fs::read_to_string(&path).expect("read");
-        assert!(!text.contains("languages"), "{text}");
-        assert!(!text.contains("language_rule"), "{text}");
-    }
-
-    /// Under the highest rule every message reads every language's map and takes the highest,
-    /// whatever language it is detected in: an Indonesian insult with English words after it
-    /// is read by the Indonesian map too.
-    #[test]
-    fn the_highest_rule_reads_every_languages_map_whatever_the_detected_language() {
-        let mut highest = head();
-        highest.language_rule = LanguageRule::Highest;
-        for (language, weights) in [("en", vec![-1.0, -1.0]), ("id", vec![-1.0, 1.0])] {
-            highest.languages.push(LanguageMap {
-                language: language.into(),
-                weights,
-                bias: 0.0,
-                hidden: None,
-            });
-        }
-        let input = [1.0f32, 2.0];
-        // English map: -1 - 2; Indonesian map: -1 + 2; the head's own map reads no message.
-        for detected in ["en", "id", "fr"] {
-            let p = highest
-                .probability(&input, detected, &no_layers)
-                .expect("p");
-            assert!(
-                (f64::from(p) - sigmoid(1.0)).abs() < 1e-6,
-                "{detected}: {p}"
-            );
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("toxic.json");
-        highest.save(&path).expect("save");
-        let text = std::fs::read_to_string(&path).expect("read");
-        assert!(text.contains("\"language_rule\": \"highest\""), "{text}");
-        assert_eq!(
-            Head::load(&path).expect("load").language_rule,
-            LanguageRule::Highest
-        );
     }
 
     #[test]
