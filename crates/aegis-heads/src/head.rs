@@ -14,6 +14,7 @@ use crate::record::TrainingRecord;
 mod language_map;
 mod logit;
 
+pub(crate) use language_map::probability_by_rule;
 pub use language_map::{LanguageMap, LanguageRule};
 pub(crate) use logit::{linear_probability, probability_with, sigmoid};
 
@@ -248,19 +249,10 @@ impl Head {
         language: &str,
         layers_input: &LayersInput,
     ) -> Result<f32> {
-        let mut p = match self.language_rule {
-            LanguageRule::Highest if !self.languages.is_empty() => {
-                let mut highest = 0.0f64;
-                for map in &self.languages {
-                    highest = highest.max(map.probability(input)?);
-                }
-                highest
-            }
-            _ => match self.languages.iter().find(|m| m.language == language) {
-                Some(map) => map.probability(input)?,
-                None => probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)?,
-            },
-        };
+        let mut p =
+            probability_by_rule(&self.languages, self.language_rule, language, input, || {
+                probability_with(&self.weights, self.bias, self.hidden.as_ref(), input)
+            })?;
         for reading in &self.readings {
             let own;
             let features = match &reading.layers {

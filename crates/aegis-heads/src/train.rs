@@ -97,22 +97,20 @@ impl Trained {
     /// Calibrated probability that `features` of a message detected in `language` show a
     /// violation, as the head written from this training scores it.
     pub fn probability(&self, features: &[f32], language: &str) -> Result<f64> {
-        if self.language_rule == LanguageRule::Highest && !self.languages.is_empty() {
-            let mut highest = 0.0f64;
-            for map in &self.languages {
-                highest = highest.max(map.probability(features)?);
-            }
-            return Ok(highest);
-        }
-        match self.languages.iter().find(|m| m.language == language) {
-            Some(map) => map.probability(features),
-            None => crate::head::probability_with(
-                &self.weights,
-                self.bias,
-                self.hidden.as_ref(),
-                features,
-            ),
-        }
+        crate::head::probability_by_rule(
+            &self.languages,
+            self.language_rule,
+            language,
+            features,
+            || {
+                crate::head::probability_with(
+                    &self.weights,
+                    self.bias,
+                    self.hidden.as_ref(),
+                    features,
+                )
+            },
+        )
     }
 }
 

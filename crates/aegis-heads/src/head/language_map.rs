@@ -65,6 +65,30 @@ pub enum LanguageRule {
     Highest,
 }
 
+/// The probability the `rule` gives a message detected in `language`: from `maps`, or from the
+/// head's own map (`own`) where no map applies. One place for the head and its training.
+pub(crate) fn probability_by_rule(
+    maps: &[LanguageMap],
+    rule: LanguageRule,
+    language: &str,
+    input: &[f32],
+    own: impl FnOnce() -> Result<f64>,
+) -> Result<f64> {
+    match rule {
+        LanguageRule::Highest if !maps.is_empty() => {
+            let mut highest = 0.0f64;
+            for map in maps {
+                highest = highest.max(map.probability(input)?);
+            }
+            Ok(highest)
+        }
+        _ => match maps.iter().find(|m| m.language == language) {
+            Some(map) => map.probability(input),
+            None => own(),
+        },
+    }
+}
+
 impl LanguageRule {
     pub fn is_detected(&self) -> bool {
         *self == Self::Detected
