@@ -30,7 +30,12 @@ layer 16) are not applied, so held-back figures are the head's alone.
         [--extra FILE --outside-budget FILE --drop-hateful] [--reading FILE] [--judge]
 
 --judge adds the unread independent sets (3 and 4): read them once per candidate chosen on
-everything else. --learned tokens trains a token-level score added to the mean's logit instead of
+everything else. Later sets and other held-back files go in with --held FILE (states from
+`aegis token-states` in any folder of --states, the file's rows reported per kind): an
+independent set's four files concatenated, or `suffix-dilution.py --write`'s suffixed insults.
+Toxic's diluted rows (`scripts/make-diluted-rows.py OUT`) train with --extra OUT, as the shipped
+toxic head does; --scores-out PREFIX writes each reading's out-of-fold scores for
+compare-scores.py (session 66: attention pooling with the diluted rows, the research note). --learned tokens trains a token-level score added to the mean's logit instead of
 attention, --learned mlp a residual MLP on the mean (--epochs are then full-batch steps).
 Research only: the product reads the mean.
 """
@@ -179,6 +184,41 @@ def token_pool(states, index, u, batch=4096):
         top = torch.full((len(part),), -1e30).scatter_reduce(0, segment, z.detach(), "amax")
         total = torch.zeros(len(part)).index_add(0, segment, torch.exp(z - top[segment]))
         out.append(top + torch.log(total) - torch.log(states.lengths[part].float()))
+    return torch.cat(out)
+
+
+def window_max(reader, standard, w, b, states, index, width, batch=512):
+    """Each row's highest logit of the head (w, b) over windows of `width` consecutive token
+    states (stride width/2; a row no longer than a window is one window), each window's states
+    mean-pooled as the sentence embedding is. The states come from the whole message, so a
+    window holding a quoted insult has read the frame around it; an ordinary sentence beside an
+    insult no longer dilutes the insult's window."""
+    stride = max(1, width // 2)
+    out = []
+    for at in range(0, len(index), batch):
+        part = index[at:at + batch]
+        h, _ = states.tokens(part)
+        cumulative = torch.cat([torch.zeros(1, h.shape[1], dtype=torch.float64),
+                                h.double().cumsum(0)])
+        lengths = states.lengths[part].tolist()
+        starts, ends, owner, offset = [], [], [], 0
+        for row, length in enumerate(lengths):
+            if length <= width:
+                spans = [(0, length)]
+            else:
+                spans = [(k, k + width) for k in range(0, length - width + 1, stride)]
+                if spans[-1][1] < length:
+                    spans.append((length - width, length))
+            for start, end in spans:
+                starts.append(offset + start)
+                ends.append(offset + end)
+                owner.append(row)
+            offset += length
+        starts, ends = torch.tensor(starts), torch.tensor(ends)
+        means = ((cumulative[ends] - cumulative[starts]) / (ends - starts)[:, None]).float()
+        logits = standardised(reader.embed(means), standard) @ w + b
+        out.append(torch.full((len(part),), -1e30).scatter_reduce(
+            0, torch.tensor(owner), logits, "amax"))
     return torch.cat(out)
 
 
@@ -403,13 +443,23 @@ def main():
     parser.add_argument("--judge", action="store_true",
                         help="read the unread independent sets (3 and 4) too: once per candidate "
                         "chosen on everything else")
+    parser.add_argument("--held", action="append", default=[], type=Path,
+                        help="another held-back file (its states in any folder of --states), "
+                        "read per kind: e.g. suffix-dilution.py --write's rows, or an "
+                        "independent set's files")
     parser.add_argument("--mean-only", action="store_true", help="skip the learned reading")
     parser.add_argument("--mlp-hidden", type=int, default=64)
     parser.add_argument("--mlp-activation", choices=["relu", "gelu"], default="relu")
-    parser.add_argument("--learned", choices=["attention", "tokens", "mlp"], default="attention",
+    parser.add_argument("--scores-out", help="append each reading's out-of-fold scores to "
+                        "PREFIX-mean.jsonl and PREFIX-attention.jsonl, for compare-scores.py")
+    parser.add_argument("--window", type=int, default=16,
+                        help="--learned window: the window's width in tokens")
+    parser.add_argument("--learned", choices=["attention", "tokens", "mlp", "window"],
+                        default="attention",
                         help="the learned reading beside the mean: attention pooling, or a "
                         "token-level score (soft maximum over tokens) added to the mean's logit "
-                        "(--q-l2 is its penalty)")
+                        "(--q-l2 is its penalty), or the mean's head read on windows of --window "
+                        "tokens too, the highest logit taken (nothing learned)")
     args = parser.parse_args()
     global SCORES, ACTIVATION
     SCORES = args.scores
@@ -464,6 +514,15 @@ def main():
     for path in sorted((ROOT / "docs/held-back").glob("*holdout*.jsonl")):
         if (args.states / "own" / f"{path.stem}.safetensors").exists():
             held_sets[f"own/{path.stem}"] = held("own", path)
+    for path in args.held:
+        folder = next(f for f in args.states.iterdir() if (f / f"{path.stem}.safetensors").exists())
+        (rows, states, lengths), _ = read(folder, path)
+        offsets = torch.cumsum(lengths, 0) - lengths
+        for kind in sorted({r.get("kind", "") for r in rows}):
+            kept = [i for i, r in enumerate(rows) if r.get("kind", "") == kind]
+            tokens = torch.cat([torch.arange(offsets[i], offsets[i] + lengths[i]) for i in kept])
+            held_sets[f"{path.stem}/{kind}"] = States(
+                [([rows[i] for i in kept], states[tokens], lengths[kept])])
     dev_unseen = args.states / "main" / "dev-unseen.jsonl"
     if dev_unseen.exists():
         held_sets["dev-unseen"] = held("main", dev_unseen)
@@ -508,6 +567,8 @@ def main():
                                  weight[part])
             if args.mean_only:
                 return standard, (w, b, None), (w, b, None)
+            if args.learned == "window":
+                return standard, (w, b, None), (w, b, ("window",))
             if args.learned == "mlp":
                 learned = fit_mlp(standard, mean_embedding[part], y[part], w, b, l2,
                                   args.mlp_hidden, args.q_l2, args.epochs, args.lr,
@@ -525,6 +586,11 @@ def main():
             """A head's logits for rows `which` of `states`; `mean_embedded` is their mean
             reading, read once, which a head without a query reads as it is."""
             w, b, q = head
+            if isinstance(q, tuple) and q[0] == "window":
+                with torch.no_grad():
+                    whole = standardised(mean_embedded, standard) @ w + b
+                    return torch.maximum(whole, window_max(reader, standard, w, b, states, which,
+                                                           args.window))
             if isinstance(q, tuple) and q[0] == "mlp":
                 _, first, first_bias, out = q
                 x = standardised(mean_embedded, standard)
@@ -547,7 +613,7 @@ def main():
                   file=sys.stderr)
         standard, mean_head, attention_head = fit(torch.arange(len(rows)))
         q = attention_head[2]
-        q = q[1] if isinstance(q, tuple) else q
+        q = q[1] if isinstance(q, tuple) and len(q) > 1 else None if isinstance(q, tuple) else q
         print(f"\n## {validator}: {len(rows)} rows, {int(y.sum())} positives"
               + ("" if q is None else f", |{args.learned}| = {q.norm():.2f}"))
         base = [i for i, r in enumerate(rows) if r.get("scored")]
@@ -569,6 +635,14 @@ def main():
             def line_of(states_rows):
                 return torch.tensor([lines.get(r["lang"], lines["en"]) for r in states_rows])
 
+            if args.scores_out:
+                # compare-scores.py's input, as `aegis train --scores-out` writes it.
+                with open(f"{args.scores_out}-{reading}.jsonl", "a", encoding="utf-8") as out:
+                    for r, label, logit in zip(rows, y.tolist(), oof.tolist()):
+                        out.write(json.dumps({"validator": validator, "text": r["text"],
+                                              "label": bool(label), "score": logit,
+                                              "lang": r["lang"], "group": group_of(r)},
+                                             ensure_ascii=False) + "\n")
             recall = ((oof >= line_of(rows)) & (y > 0)).sum() / (y > 0).sum()
             base_auc = roc_auc([oof[i].item() for i in base], [y[i].item() for i in base])
             by_lang = " / ".join(
@@ -578,7 +652,7 @@ def main():
                   f"(en / id {by_lang}; the shipped files' rows alone, less --unscored, {base_auc:.3f}), "
                   f"recall at the 1% line {recall:.3f}, lines "
                   + " / ".join(f"{v:.2f}" for v in lines.values()))
-            if args.by_source and reading == "mean":
+            if args.by_source:
                 groups = collections.defaultdict(list)
                 for i, r in enumerate(rows):
                     groups[r["source"]].append(i)
@@ -588,9 +662,13 @@ def main():
                     positives = sum(ys)
                     share = (sum(c for c, t in zip(caught, ys) if t) / positives if positives
                              else sum(caught) / len(caught))
+                    # Diluted copies (make-diluted-rows.py) share their row's source; the
+                    # source's own rows alone are what a baseline without them is compared on.
+                    own = [i for i in members if not rows[i]["id"].endswith(":diluted")]
                     print(f"  {source}: {len(members)} rows, {int(positives)} positives, "
                           f"{'recall' if positives else 'flagged'} {share:.3f}, ROC AUC "
-                          f"{roc_auc([oof[i].item() for i in members], ys):.3f}")
+                          f"{roc_auc([oof[i].item() for i in members], ys):.3f} (its own "
+                          f"{len(own)} rows {roc_auc([oof[i].item() for i in own], [y[i].item() for i in own]):.3f})")
             second = None
             if (reading == "mean" and reading_states is not None
                     and validator in args.reading_for.split(",")):

@@ -10,6 +10,10 @@ beside them"). The suffixes are the project's own words and no training row's.
 
     cargo build --release -p aegis-cli
     scripts/research/suffix-dilution.py [--aegis target/release/aegis] [--prompts prompt_guard] [FILE ...]
+    scripts/research/suffix-dilution.py --write OUT.jsonl [FILE ...]   # the cases as labelled rows
+
+`--write` scores nothing: it writes every case as a row (its labels, language and `kind`
+"suffix-NAME"), for `aegis token-states` and `scripts/research/quick-heads.py --held`.
 """
 import argparse
 import collections
@@ -38,6 +42,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--aegis", default=str(ROOT / "target/release/aegis"))
     parser.add_argument("--prompts", default=str(ROOT / "prompt_guard"))
+    parser.add_argument("--write", type=Path, help="write the cases as labelled rows and stop")
     parser.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
     args = parser.parse_args()
     rows = []
@@ -46,10 +51,21 @@ def main():
             for line in handle:
                 row = json.loads(line)
                 if row["labels"].get("toxic") is True:
-                    rows.append((row["text"], row["lang"]))
+                    rows.append(row)
     if not rows:
         sys.exit("no toxic rows in the files given")
-    cases = [(name, lang, text + suffix) for name, suffix in SUFFIXES.items() for text, lang in rows]
+    cases = [(name, row["lang"], row["text"] + suffix)
+             for name, suffix in SUFFIXES.items() for row in rows]
+    if args.write:
+        with open(args.write, "w", encoding="utf-8") as out:
+            for name, suffix in SUFFIXES.items():
+                for row in rows:
+                    case = {"id": f"{row['id']}:suffix-{name}", "text": row["text"] + suffix,
+                            "lang": row["lang"], "labels": row["labels"], "source": row["source"],
+                            "kind": f"suffix-{name}"}
+                    out.write(json.dumps(case, ensure_ascii=False) + "\n")
+        print(f"{len(cases)} rows written to {args.write}")
+        return
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8") as batch:
         for _, _, text in cases:
             batch.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
@@ -72,7 +88,7 @@ def main():
     print(f"{len(rows)} toxic rows; toxic failed / any validator failed")
     print(f"{'suffix':<8} {'lang':<4} {'rows':>5} {'toxic':>7} {'any':>7}")
     for name in SUFFIXES:
-        for lang in sorted({lang for _, lang in rows}):
+        for lang in sorted({row["lang"] for row in rows}):
             n, toxic, any_failed = counts[(name, lang)]
             if n:
                 print(f"{name:<8} {lang:<4} {n:>5} {100 * toxic / n:>6.1f}% {100 * any_failed / n:>6.1f}%")
