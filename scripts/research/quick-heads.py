@@ -55,7 +55,8 @@ HEADS = ROOT / "prompt_guard/heads"
 TRAINING = ["dev-permissive", "train-1", "train-2", "authored", "authored-benign", "benign-real",
             "authored-writers"]
 VALIDATORS = ["toxic", "harassment"]
-SCORES = "direction"  # or "raw": --scores
+SCORES = "direction"  # or "raw", "projected": --scores
+PROJECTION = None  # the dense layers folded, set in main
 # The MLP's activation (--mlp-activation): the product's hidden layer is ReLU (no transcendental
 # function, so the same bits on every CPU).
 ACTIVATION = torch.nn.functional.relu
@@ -107,7 +108,11 @@ def pooled(h, segment, n, q):
         # Scored on each state's direction by default: the final states' norms run from about 65
         # to 250 (the first and last tokens longest), so q·h with |q| = 0.3 can already give
         # scores tens of units apart and put nearly all the weight on a few tokens.
-        if SCORES == "direction":
+        if SCORES == "projected":
+            # What `llama-server --pooling none` serves: each state after the dense layers.
+            projected = h @ PROJECTION.T
+            h_scored = projected / projected.norm(dim=1, keepdim=True).clamp_min(1e-6)
+        elif SCORES == "direction":
             h_scored = h / h.norm(dim=1, keepdim=True).clamp_min(1e-6)
         else:
             h_scored = h
@@ -410,8 +415,10 @@ def main():
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--benign-budget", type=float, default=0.01)
     parser.add_argument("--validators", default=",".join(VALIDATORS))
-    parser.add_argument("--scores", choices=["direction", "raw"], default="direction",
-                        help="score each token on q·h/|h| (direction) or q·h (raw)")
+    parser.add_argument("--scores", choices=["direction", "raw", "projected"],
+                        default="direction",
+                        help="score each token on q·h/|h| (direction), q·h (raw) or on the "
+                        "direction of its state after the dense layers (projected)")
     parser.add_argument("--extra", action="append", default=[], type=Path,
                         help="another file to train on (its states in any folder of --states)")
     parser.add_argument("--outside-budget", action="append", default=[], type=Path,
@@ -493,6 +500,8 @@ def main():
         print(f"{path.name}: {len(kept)} of {len(rows)} rows", file=sys.stderr)
     training = States(parts)
     projection = meta["projection.1"] @ meta["projection.0"]
+    global PROJECTION
+    PROJECTION = projection.float()
     reader = Reader(projection, bool(meta["normalize"][0]))
     print(f"{len(training.rows)} training rows, {len(training.states)} tokens "
           f"({time.time() - started:.0f} s)", file=sys.stderr)
