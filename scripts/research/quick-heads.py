@@ -35,8 +35,8 @@ everything else. Later sets and other held-back files go in with --held FILE (st
 independent set's four files concatenated, or `suffix-dilution.py --write`'s suffixed insults.
 Toxic's diluted rows (`scripts/make-diluted-rows.py OUT`) train with --extra OUT, as the shipped
 toxic head does; --scores-out PREFIX writes each reading's out-of-fold scores for
-compare-scores.py (session 66: attention pooling with the diluted rows, the research note). --learned tokens trains a token-level score added to the mean's logit instead of
-attention, --learned mlp a residual MLP on the mean (--epochs are then full-batch steps).
+compare-scores.py (session 66: attention pooling with the diluted rows, the research note).
+--learned tokens trains a token-level score added to the mean's logit instead of attention, --learned mlp a residual MLP on the mean (--epochs are then full-batch steps).
 Research only: the product reads the mean.
 """
 import argparse
@@ -90,6 +90,13 @@ class States:
         within = torch.arange(int(lengths.sum())) - torch.repeat_interleave(
             torch.cumsum(lengths, 0) - lengths, lengths)
         return self.states[starts[segment] + within], segment
+
+
+def subset(rows, states, lengths, kept):
+    """Rows `kept` of one states file, with their token states, as a part for `States`."""
+    offsets = torch.cumsum(lengths, 0) - lengths
+    tokens = torch.cat([torch.arange(offsets[i], offsets[i] + lengths[i]) for i in kept])
+    return [rows[i] for i in kept], states[tokens], lengths[kept]
 
 
 def read(states_dir, jsonl):
@@ -468,11 +475,15 @@ def main():
                         "(--q-l2 is its penalty), or the mean's head read on windows of --window "
                         "tokens too, the highest logit taken (nothing learned)")
     args = parser.parse_args()
-    global SCORES, ACTIVATION
+    global SCORES, ACTIVATION, PROJECTION
     SCORES = args.scores
     ACTIVATION = getattr(torch.nn.functional, args.mlp_activation)
     torch.manual_seed(0)
     started = time.time()
+    if args.scores_out:
+        # Each validator appends its scores: start the run's files empty.
+        for reading in ("mean", "attention"):
+            open(f"{args.scores_out}-{reading}.jsonl", "w", encoding="utf-8").close()
 
     parts, meta = [], None
     for name in TRAINING:
@@ -493,14 +504,11 @@ def main():
                 for r in rows]
         for r in rows:
             r["outside_budget"] = str(path.resolve()) in outside
-        offsets = torch.cumsum(lengths, 0) - lengths
         kept = [i for i, k in enumerate(keep) if k]
-        token_index = torch.cat([torch.arange(offsets[i], offsets[i] + lengths[i]) for i in kept])
-        parts.append(([rows[i] for i in kept], states[token_index], lengths[kept]))
+        parts.append(subset(rows, states, lengths, kept))
         print(f"{path.name}: {len(kept)} of {len(rows)} rows", file=sys.stderr)
     training = States(parts)
     projection = meta["projection.1"] @ meta["projection.0"]
-    global PROJECTION
     PROJECTION = projection.float()
     reader = Reader(projection, bool(meta["normalize"][0]))
     print(f"{len(training.rows)} training rows, {len(training.states)} tokens "
@@ -526,12 +534,9 @@ def main():
     for path in args.held:
         folder = next(f for f in args.states.iterdir() if (f / f"{path.stem}.safetensors").exists())
         (rows, states, lengths), _ = read(folder, path)
-        offsets = torch.cumsum(lengths, 0) - lengths
         for kind in sorted({r.get("kind", "") for r in rows}):
             kept = [i for i, r in enumerate(rows) if r.get("kind", "") == kind]
-            tokens = torch.cat([torch.arange(offsets[i], offsets[i] + lengths[i]) for i in kept])
-            held_sets[f"{path.stem}/{kind}"] = States(
-                [([rows[i] for i in kept], states[tokens], lengths[kept])])
+            held_sets[f"{path.stem}/{kind}"] = States([subset(rows, states, lengths, kept)])
     dev_unseen = args.states / "main" / "dev-unseen.jsonl"
     if dev_unseen.exists():
         held_sets["dev-unseen"] = held("main", dev_unseen)
@@ -577,7 +582,7 @@ def main():
             if args.mean_only:
                 return standard, (w, b, None), (w, b, None)
             if args.learned == "window":
-                return standard, (w, b, None), (w, b, ("window",))
+                return standard, (w, b, None), (w, b, ("window", None))
             if args.learned == "mlp":
                 learned = fit_mlp(standard, mean_embedding[part], y[part], w, b, l2,
                                   args.mlp_hidden, args.q_l2, args.epochs, args.lr,
@@ -622,7 +627,7 @@ def main():
                   file=sys.stderr)
         standard, mean_head, attention_head = fit(torch.arange(len(rows)))
         q = attention_head[2]
-        q = q[1] if isinstance(q, tuple) and len(q) > 1 else None if isinstance(q, tuple) else q
+        q = q[1] if isinstance(q, tuple) else q
         print(f"\n## {validator}: {len(rows)} rows, {int(y.sum())} positives"
               + ("" if q is None else f", |{args.learned}| = {q.norm():.2f}"))
         base = [i for i, r in enumerate(rows) if r.get("scored")]

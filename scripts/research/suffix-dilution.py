@@ -54,16 +54,13 @@ def main():
                     rows.append(row)
     if not rows:
         sys.exit("no toxic rows in the files given")
-    cases = [(name, row["lang"], row["text"] + suffix)
-             for name, suffix in SUFFIXES.items() for row in rows]
+    cases = [(name, row, row["text"] + suffix) for name, suffix in SUFFIXES.items() for row in rows]
     if args.write:
         with open(args.write, "w", encoding="utf-8") as out:
-            for name, suffix in SUFFIXES.items():
-                for row in rows:
-                    case = {"id": f"{row['id']}:suffix-{name}", "text": row["text"] + suffix,
-                            "lang": row["lang"], "labels": row["labels"], "source": row["source"],
-                            "kind": f"suffix-{name}"}
-                    out.write(json.dumps(case, ensure_ascii=False) + "\n")
+            for name, row, text in cases:
+                case = {"id": f"{row['id']}:suffix-{name}", "text": text, "lang": row["lang"],
+                        "labels": row["labels"], "source": row["source"], "kind": f"suffix-{name}"}
+                out.write(json.dumps(case, ensure_ascii=False) + "\n")
         print(f"{len(cases)} rows written to {args.write}")
         return
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8") as batch:
@@ -79,9 +76,9 @@ def main():
     if len(verdicts) != len(cases):
         sys.exit(f"aegis check gave {len(verdicts)} verdicts for {len(cases)} texts:\n{done.stderr}")
     counts = collections.defaultdict(lambda: [0, 0, 0])
-    for (name, lang, _), verdict in zip(cases, verdicts):
+    for (name, row, _), verdict in zip(cases, verdicts):
         failed = {s["step"] for s in verdict["execution_per_step"] if s["status"] == "failed"}
-        cell = counts[(name, lang)]
+        cell = counts[(name, row["lang"])]
         cell[0] += 1
         cell[1] += "toxic" in failed
         cell[2] += verdict["status_guard"] == "failed"
