@@ -37,7 +37,8 @@ Toxic's diluted rows (`scripts/make-diluted-rows.py OUT`) train with --extra OUT
 toxic head does; --scores-out PREFIX writes each reading's out-of-fold scores for
 compare-scores.py (session 66: attention pooling with the diluted rows, the research note).
 --learned tokens trains a token-level score added to the mean's logit instead of attention, --learned mlp a residual MLP on the mean (--epochs are then full-batch steps).
-Research only: the product reads the mean.
+`aegis train --attention VALIDATOR` trains the same pooling in the product (scored on projected
+states, as --scores projected), kept only where held-out source folds say it reads better.
 """
 import argparse
 import collections

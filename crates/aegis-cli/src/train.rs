@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use aegis_guard::{heads_dir, FeatureCache, LabelledMessage, LayerSearch, MessageFeatures};
-use aegis_heads::{HiddenOptions, TrainOptions};
+use aegis_heads::{HiddenOptions, QueryOptions, TrainOptions};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -57,6 +57,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
             None => parse_layers(&args.layers, guard.model().info().layers, false)?,
         },
         screen_alpha: args.screen_alpha,
+        pooling: None,
     };
     let reading_layers = match (&args.reading_layers, guard.encoder()) {
         (None, _) => None,
@@ -118,6 +119,7 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
                 layers: Vec::new(),
                 embedding: Some(embedding.to_vec()),
                 prompt_scores: None,
+                token_states: None,
             })
     };
     let texts: Vec<&str> = messages
@@ -169,6 +171,14 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         })
         .unzip();
 
+    let mut features = features;
+    if !args.attention.is_empty() {
+        anyhow::ensure!(
+            out_of_fold.is_none(),
+            "--attention reads the loaded encoder's token states; rows read out of fold (--out-of-fold) have none"
+        );
+        read_token_states(&guard, &usable, &mut features)?;
+    }
     let defaults = TrainOptions::default();
     let options = TrainOptions {
         folds: args.folds,
@@ -210,6 +220,10 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
                 );
             }
         }
+        let search = LayerSearch {
+            pooling: args.attention.contains(key).then(QueryOptions::shipped),
+            ..search.clone()
+        };
         let fitted = aegis_teach::fit_validator(
             &guard,
             key,
@@ -220,6 +234,19 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
             args.tune_thresholds.then_some(args.benign_budget),
         )?;
         print_report(&fitted.trained);
+        if let Some(choice) = &fitted.trained.query_choice {
+            eprintln!(
+                "{key}: attention query, held-out ROC AUC over {} folds: {:.4} on the mean, {:.4} pooled ({})",
+                choice.folds,
+                choice.mean_roc_auc,
+                choice.attention_roc_auc,
+                if fitted.trained.head.pooling.is_some() {
+                    "kept: the head pools the token states"
+                } else {
+                    "not kept: the head reads the sentence embedding"
+                }
+            );
+        }
         #[cfg(feature = "lab")]
         scores_out.write(&fitted.trained, &usable)?;
         eprintln!(
@@ -254,6 +281,11 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
             ..options.clone()
         };
         for spec in args.reading.iter().filter(|r| &r.validator == key) {
+            anyhow::ensure!(
+                trained.head.pooling.is_none() || reading_layers.is_some(),
+                "--reading {}: {key}'s head pools token states, which a reading cannot share; give it layers of its own (--reading-layers)",
+                spec.name
+            );
             let head_threshold = threshold.with_context(|| {
                 format!(
                     "--reading {}: {key} has no threshold to align it to",
@@ -321,4 +353,32 @@ pub fn run(mut args: TrainArgs) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Passed)
+}
+
+/// Each usable row's token states ([`MessageFeatures::token_states`]), for the --attention
+/// heads: read in chunks, with a line of progress each.
+fn read_token_states(
+    guard: &aegis_guard::Guard,
+    rows: &[LabelledMessage],
+    features: &mut [MessageFeatures],
+) -> Result<()> {
+    const CHUNK: usize = 256;
+    let started = Instant::now();
+    for (at, chunk) in rows.chunks(CHUNK).enumerate() {
+        let texts: Vec<&str> = chunk.iter().map(|m| m.text.as_str()).collect();
+        let states = aegis_guard::message_token_states(guard, &texts);
+        for (offset, state) in states.into_iter().enumerate() {
+            let row = at * CHUNK + offset;
+            features[row].token_states = Some(state.with_context(|| {
+                format!("--attention: the token states of {:?}", rows[row].text)
+            })?);
+        }
+        eprintln!(
+            "token states: {} of {} rows ({:.0} s)",
+            (at * CHUNK + chunk.len()),
+            rows.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }

@@ -123,6 +123,7 @@ pub fn train_reading(
     let search = LayerSearch {
         candidates: vec![layers],
         screen_alpha: run.screen_alpha,
+        pooling: None,
     };
     // A reading's positives are one authored kind, a source or two: folds that hold out whole
     // sources would leave a fold with none to learn from, so its strength is chosen on random

@@ -186,3 +186,111 @@ fn an_import_pauses_while_the_encoder_server_is_down_and_records_every_row_once(
         );
     }
 }
+
+/// The scores of `validator` in `verdicts`, in order.
+fn scores_of(verdicts: &[serde_json::Value], validator: &str) -> Vec<f64> {
+    verdicts
+        .iter()
+        .map(|v| v["scores"][validator].as_f64().expect("a score"))
+        .collect()
+}
+
+/// A server that pools nothing (`llama-server --pooling none`) answers with each token's state:
+/// the shipped heads read their mean (the sentence embedding) as they read the local encoder's,
+/// and a head that pools the token states with a learned query scores through it as it does
+/// locally.
+#[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
+fn a_server_that_pools_nothing_serves_the_sentence_embedding_and_pooling_heads() {
+    let server = LlamaServer::embeddings(&["--pooling", "none"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("messages.txt");
+    std::fs::write(&file, MESSAGES.join("\n")).expect("write");
+    let local = verdicts(&[], &file);
+    let served = verdicts(&["--encoder-server", &server.url], &file);
+    assert_eq!(served.len(), MESSAGES.len(), "{}", server.log());
+    for validator in ["spam", "harassment", "financial_advice"] {
+        for (ours, theirs) in scores_of(&local, validator)
+            .iter()
+            .zip(scores_of(&served, validator))
+        {
+            assert!(
+                (ours - theirs).abs() <= 0.02,
+                "{validator}: {ours} here, {theirs} through the server"
+            );
+        }
+    }
+
+    // The shipped toxic head, made to pool with a query along its own weights (its reading of
+    // layer 16, which no server returns, taken out so both sides read the same).
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(prompts.join("heads")).expect("mkdir");
+    let shipped = crate::repo_root().join("prompt_guard");
+    std::fs::copy(shipped.join("toxic.txt"), prompts.join("toxic.txt")).expect("copy");
+    let mut head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(shipped.join("heads/toxic.json")).expect("shipped head"),
+    )
+    .expect("JSON");
+    let weights: Vec<f64> = head["weights"]
+        .as_array()
+        .expect("weights")
+        .iter()
+        .map(|w| w.as_f64().expect("a weight"))
+        .collect();
+    let norm = weights.iter().map(|w| w * w).sum::<f64>().sqrt();
+    let query: Vec<f64> = weights.iter().map(|w| 4.0 * w / norm).collect();
+    let object = head.as_object_mut().expect("an object");
+    object.remove("readings");
+    object.insert(
+        "pooling".into(),
+        serde_json::json!({
+            "query": query,
+            "options": {"epochs": 4, "batch_rows": 128, "learning_rate": 0.01,
+                        "head_learning_rate": 0.001, "decay": 0.002, "seed": 1},
+            "choice": {"folds": 5, "mean_roc_auc": 0.9, "attention_roc_auc": 0.91}
+        }),
+    );
+    std::fs::write(
+        prompts.join("heads/toxic.json"),
+        serde_json::to_string_pretty(&head).expect("JSON"),
+    )
+    .expect("write");
+    let with_prompts = |extra: &[&str]| {
+        let mut args = vec!["--prompts", prompts.to_str().expect("path")];
+        args.extend_from_slice(extra);
+        verdicts(&args, &file)
+    };
+    let local = with_prompts(&[]);
+    let served = with_prompts(&["--encoder-server", &server.url]);
+    assert_eq!(served.len(), MESSAGES.len(), "{}", server.log());
+    for ((here, there), text) in scores_of(&local, "toxic")
+        .iter()
+        .zip(scores_of(&served, "toxic"))
+        .zip(MESSAGES)
+    {
+        assert!(
+            (here - there).abs() <= 0.02,
+            "{text}: toxic {here} here, {there} through the server"
+        );
+    }
+    assert!(
+        scores_of(&local, "toxic")[0] > 0.5,
+        "the pooling head still reads an insult: {local:?}"
+    );
+
+    // A server that pools says why it cannot serve a pooling head.
+    let pooled = LlamaServer::embeddings(&[]);
+    let out = aegis(&[
+        "check",
+        "--no-history",
+        "--prompts",
+        prompts.to_str().expect("path"),
+        "--encoder-server",
+        &pooled.url,
+        "halo kak",
+    ]);
+    assert!(stderr(&out).contains("--pooling none"), "{}", stderr(&out));
+}

@@ -699,3 +699,72 @@ fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
     let table = stdout(&out);
     assert_eq!(table_row(&table, "toxic")[2], "head", "{table}");
 }
+
+/// `--attention` trains a query over the token states beside the head and says whether held-out
+/// folds kept it; a kept one is in the head's file and decides verdicts, and either way the head
+/// is usable. It needs the embedding as the head's only candidate.
+#[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
+fn an_attention_query_is_trained_and_kept_only_where_held_out_folds_say() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).expect("mkdir");
+    std::fs::copy(
+        repo_root().join("prompt_guard/toxic.txt"),
+        prompts.join("toxic.txt"),
+    )
+    .expect("copy template");
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let args = [
+        "toxic",
+        "--data",
+        data.to_str().expect("path"),
+        "--folds",
+        "3",
+        "--layers",
+        "embedding",
+        "--attention",
+        "toxic",
+        "--prompts",
+        prompts.to_str().expect("path"),
+    ];
+    let out = train(dir.path(), &args);
+    let said = stderr(&out);
+    assert!(
+        said.contains("toxic: attention query, held-out ROC AUC over 3 folds"),
+        "{said}"
+    );
+    let head: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(prompts.join("heads/toxic.json")).expect("head written"),
+    )
+    .expect("JSON");
+    match head.get("pooling") {
+        Some(pooling) => {
+            assert!(said.contains("kept: the head pools"), "{said}");
+            assert_eq!(pooling["query"].as_array().map(Vec::len), Some(768));
+        }
+        None => assert!(said.contains("not kept"), "{said}"),
+    }
+    let checked = check_with_templates(&prompts, "Goblok banget sih kamu");
+    assert_eq!(
+        table_row(&stdout(&checked), "toxic")[2],
+        "head",
+        "{}",
+        stderr(&checked)
+    );
+
+    let on_layers = [&args[..6], &["4", "--attention", "toxic"], &args[9..]].concat();
+    let refused = aegis_command(&[&["train"], &on_layers[..]].concat())
+        .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
+        .output()
+        .expect("runs");
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("its only candidate is the embedding"),
+        "{}",
+        stderr(&refused)
+    );
+}

@@ -233,6 +233,12 @@ impl crate::SentenceEncoder for FakeEncoder {
                         .map(|&l| vec![words * l as f32, 1.0])
                         .collect(),
                     embedding: reading.embedding.then(|| vec![words, 1.0]),
+                    // Token `k` (one a word, at least one) is `[k + 1, 1.0]`.
+                    token_states: reading.token_states.then(|| {
+                        (0..(words as usize).max(1))
+                            .flat_map(|k| [k as f32 + 1.0, 1.0])
+                            .collect()
+                    }),
                 })
             })
             .collect()

@@ -185,6 +185,57 @@ fn the_final_token_states_mean_pooled_are_the_embedding() {
     }
 }
 
+/// A reading of token states gives each token's state after the dense layers: as many as the
+/// text has tokens, their mean normalised is the embedding read beside them, and a text's states
+/// do not depend on the batch (what a pooling head and `llama-server --pooling none` read).
+#[test]
+#[cfg_attr(
+    not(aegis_models),
+    ignore = "needs the default model and encoder: scripts/setup-model.sh, scripts/setup-encoder.sh"
+)]
+fn token_states_after_the_dense_layers_average_to_the_embedding() {
+    let encoder = encoder();
+    let texts = [
+        "makasih kak",
+        "he called me stupid in front of everyone, then asked what's for dinner",
+    ];
+    let reading = EncoderReading {
+        layers: Vec::new(),
+        embedding: true,
+        token_states: true,
+    };
+    let width = encoder.info().dimensions;
+    let together = encoder.read_batch(&texts, &reading);
+    for (text, read) in texts.iter().zip(together) {
+        let read = read.expect("reads");
+        let states = read.token_states.expect("token states asked for");
+        let tokens = encoder.tokens(text).expect("tokenises").len();
+        assert_eq!(states.len(), tokens * width, "{text:?}");
+        let mut mean = vec![0f32; width];
+        for state in states.chunks_exact(width) {
+            for (m, x) in mean.iter_mut().zip(state) {
+                *m += x / tokens as f32;
+            }
+        }
+        let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let embedding = read.embedding.expect("embedding asked for");
+        let gap = mean
+            .iter()
+            .zip(&embedding)
+            .map(|(m, e)| (m / norm - e).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            gap < 1e-4,
+            "{text:?}: mean of token states and embedding differ by {gap}"
+        );
+        let alone = encoder
+            .read_batch(&[text], &reading)
+            .remove(0)
+            .expect("reads");
+        assert_eq!(alone.token_states, Some(states), "{text:?} alone");
+    }
+}
+
 /// A reading of intermediate layers stops there and gives what a full pass gives at those layers
 /// (the same arithmetic on the same rows); the embedding read beside them is `embed_batch`'s.
 #[test]
@@ -204,6 +255,7 @@ fn a_reading_stops_at_its_layers_and_agrees_with_a_full_pass() {
         &EncoderReading {
             layers: vec![4, 12],
             embedding: true,
+            token_states: false,
         },
     );
     let embedded = encoder.embed_batch(&texts);
@@ -286,6 +338,7 @@ fn the_packed_kernels_agree_with_the_f32_path() {
     let reading = EncoderReading {
         layers: vec![6, 12],
         embedding: true,
+        token_states: false,
     };
     let fast = kernel_encoder().read_batch(&texts, &reading);
     let exact = exact_encoder().read_batch(&texts, &reading);

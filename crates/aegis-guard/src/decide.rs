@@ -9,7 +9,7 @@ use aegis_heads::{Features, Head};
 use crate::analysis::{turn_to_read, Analysis};
 use crate::error::{GuardError, Result};
 use crate::guard::Guard;
-use crate::heads::{head_input, EncoderRead};
+use crate::heads::{head_input, own_head_input, EncoderRead};
 use crate::language::Language;
 use crate::readings::decide;
 use crate::template::Validator;
@@ -50,7 +50,7 @@ impl Guard {
                 message,
             };
             let head_score = |head: &Head, encoder: Option<EncoderRead<'_>>| {
-                let input = head_input(&head.features, analysis.encoding.as_ref(), encoder)
+                let input = own_head_input(head, analysis.encoding.as_ref(), encoder)
                     .map_err(head_failed)?;
                 // A reading of other layers (toxic's contempt reads layer 16's mean).
                 let layers_input = |layers: &[usize]| {

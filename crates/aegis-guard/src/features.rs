@@ -23,6 +23,10 @@ pub struct MessageFeatures {
     pub embedding: Option<Vec<f32>>,
     /// P(Yes) per validator, in the guard's validator order.
     pub prompt_scores: Option<Vec<f32>>,
+    /// Each token's final state after the encoder's dense layers, row-major, for a head that
+    /// pools them (`aegis_heads::AttentionPooling`); read apart from the cached features
+    /// ([`message_token_states`]) and only when such a head is trained.
+    pub token_states: Option<Vec<f32>>,
 }
 
 impl MessageFeatures {
@@ -145,6 +149,40 @@ impl FeatureCache {
     }
 }
 
+/// Each text's token states after the encoder's dense layers
+/// ([`MessageFeatures::token_states`]). Not cached: a message's states take its length times the
+/// embedding's room, and only training a pooling head reads them.
+pub fn message_token_states(guard: &Guard, texts: &[&str]) -> Vec<Result<Vec<f32>>> {
+    let Some(encoder) = guard.encoder() else {
+        return texts
+            .iter()
+            .map(|_| {
+                Err(GuardError::Training {
+                    key: String::new(),
+                    message: "token states come from a sentence encoder, and none is loaded".into(),
+                })
+            })
+            .collect();
+    };
+    let reading = EncoderReading {
+        layers: Vec::new(),
+        embedding: false,
+        token_states: true,
+    };
+    encoder
+        .read_batch(texts, &reading)
+        .into_iter()
+        .map(|read| {
+            read.map_err(GuardError::from)?
+                .token_states
+                .ok_or_else(|| GuardError::Training {
+                    key: String::new(),
+                    message: "the encoder returned no token states".into(),
+                })
+        })
+        .collect()
+}
+
 /// The features of several messages (from the cache where it has them), the model run on the
 /// rest in one batch: the means after layers 1 to `depth` (the pass stops there, so a shallower
 /// search costs less), and with an encoder its embedding too (a full pass). `prompts`: also each
@@ -183,6 +221,7 @@ pub fn message_features(
                 let reading = EncoderReading {
                     layers: layers.clone(),
                     embedding: true,
+                    token_states: false,
                 };
                 encoder
                     .read_batch(&batch, &reading)
@@ -232,6 +271,7 @@ pub fn message_features(
                 layers,
                 embedding,
                 prompt_scores,
+                token_states: None,
             })
         })
         .collect()
@@ -283,6 +323,7 @@ mod tests {
             layers: vec![vec![1.0], vec![2.0], vec![3.0]],
             embedding: Some(vec![9.0]),
             prompt_scores: None,
+            token_states: None,
         };
         assert_eq!(features.input(&[3, 1]), vec![3.0, 1.0]);
         assert_eq!(features.input(&[]), vec![9.0]);

@@ -80,7 +80,9 @@ pub fn encoder_reading(heads: &[Option<Head>]) -> EncoderReading {
         if head.features.encoder.is_decoder() {
             continue;
         }
-        if head.features.layers.is_empty() {
+        if head.pooling.is_some() {
+            reading.token_states = true;
+        } else if head.features.layers.is_empty() {
             reading.embedding = true;
         }
         reading.layers.extend(&head.features.layers);
@@ -101,6 +103,25 @@ pub fn encoder_context_hash(encoder: &EncoderInfo) -> String {
 pub struct EncoderRead<'a> {
     pub reading: &'a EncoderReading,
     pub output: &'a EncoderOutput,
+}
+
+/// What `head` itself reads: its pooling of the encoder's token states where it has one,
+/// otherwise as [`head_input`] reads its features.
+pub fn own_head_input(
+    head: &Head,
+    encoding: Option<&Encoding>,
+    encoder: Option<EncoderRead<'_>>,
+) -> Result<Vec<f32>, String> {
+    let Some(pooling) = &head.pooling else {
+        return head_input(&head.features, encoding, encoder);
+    };
+    let read = encoder.ok_or_else(|| "the encoder did not read the message".to_string())?;
+    let tokens = read
+        .output
+        .token_states
+        .as_deref()
+        .ok_or_else(|| "the encoder did not return the message's token states".to_string())?;
+    pooling.pool(tokens)
 }
 
 /// A head's input: its layers' means concatenated in the head's order (the decoder's, or the

@@ -23,7 +23,7 @@ pub use compat::{ChatResponse, Step, TurnVerdict, ValidateResponse};
 pub use context::{ContextReading, TurnReport, DEFAULT_CONTEXT_TOKENS};
 pub use error::{ErrorKind, GuardError, Result};
 pub use exclamation::ExclamationReading;
-pub use features::{message_features, FeatureCache, MessageFeatures};
+pub use features::{message_features, message_token_states, FeatureCache, MessageFeatures};
 pub use guard::{
     Guard, ModelRef, RejectionMode, ScoreSource, Status, TemplateVersion, ValidatorResult, Verdict,
 };

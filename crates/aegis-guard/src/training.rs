@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use aegis_heads::{
-    candidate_label, cv_metrics, metrics_by_language, train, CvMetrics, Encoder, Example, Features,
-    Head, ModelBinding, TrainOptions, Trained, TrainingRecord, HEAD_FORMAT,
+    candidate_label, cv_metrics, metrics_by_language, train, train_with_attention, CvMetrics,
+    Encoder, Example, Features, Head, ModelBinding, QueryChoice, QueryOptions, TrainOptions,
+    Trained, TrainingRecord, HEAD_FORMAT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -101,6 +102,9 @@ pub struct ValidatorTraining {
     pub tried: Vec<(Vec<usize>, Trained)>,
     /// The chosen layers, retrained with the strength chosen by cross-validation.
     pub chosen: Trained,
+    /// With [`LayerSearch::pooling`], how a query over the token states did against the mean on
+    /// held-out folds; the head pools only where it did better.
+    pub query_choice: Option<QueryChoice>,
     /// The head to ship.
     pub head: Head,
     /// Whether each training row (in order) is benign traffic: every label of the row false.
@@ -118,6 +122,10 @@ pub struct LayerSearch {
     pub candidates: Vec<Vec<usize>>,
     /// L2 strength the candidates are compared at; the winner then gets the full search.
     pub screen_alpha: f64,
+    /// Also a query over the encoder's token states, trained as these options say, in place of
+    /// the sentence embedding where held-out folds say it reads better (the only candidate must
+    /// then be the embedding, and every row's features must hold its token states).
+    pub pooling: Option<QueryOptions>,
 }
 
 /// Trains the head of validator `key` on the messages labelled for it (`None` labels skipped).
@@ -146,6 +154,11 @@ pub fn train_validator(
     if guard.encoder().is_none() && search.candidates.iter().any(Vec::is_empty) {
         return Err(failed(
             "the embedding is a candidate only for heads on a sentence encoder".into(),
+        ));
+    }
+    if search.pooling.is_some() && search.candidates != [Vec::<usize>::new()] {
+        return Err(failed(
+            "a pooling replaces the sentence embedding: its only candidate is the embedding".into(),
         ));
     }
     if let Some(bad) = search
@@ -219,7 +232,33 @@ pub fn train_validator(
         )
         .ok_or_else(|| failed("no candidate layers to train on".into()))?,
     };
-    let chosen = train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?;
+    let (chosen, pooling, query_choice) = match &search.pooling {
+        None => (
+            train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?,
+            None,
+            None,
+        ),
+        Some(query_options) => {
+            let attended = train_attended(guard, &rows, &examples(&[]), options, query_options)
+                .map_err(failed)?;
+            let choice = attended.choice.clone();
+            tracing::info!(
+                validator = key,
+                mean_auc = choice.mean_roc_auc,
+                attention_auc = choice.attention_roc_auc,
+                kept = attended.chosen.is_some(),
+                "attention query"
+            );
+            match attended.chosen {
+                Some((pooling, trained)) => (trained, Some(pooling), Some(choice)),
+                None => (
+                    train(&examples(&best_layers), options).map_err(|e| failed(e.to_string()))?,
+                    None,
+                    Some(choice),
+                ),
+            }
+        }
+    };
     let (features, model) = match guard.encoder() {
         Some(encoder) => (
             Features {
@@ -251,6 +290,7 @@ pub fn train_validator(
     };
     let head = Head {
         format: HEAD_FORMAT,
+        pooling,
         validator: key.to_string(),
         features,
         model,
@@ -286,11 +326,42 @@ pub fn train_validator(
         prompt,
         tried,
         chosen,
+        query_choice,
         head,
         benign: rows.iter().map(|(m, _, _)| m.is_benign()).collect(),
         labels,
         groups: rows.iter().map(|(m, _, _)| m.source_group()).collect(),
     })
+}
+
+/// The query and the head on what it pools ([`train_with_attention`]), from each row's token
+/// states; `examples` are the rows' examples on the embedding (their features are replaced).
+fn train_attended(
+    guard: &Guard,
+    rows: &[(&LabelledMessage, &MessageFeatures, bool)],
+    examples: &[Example],
+    options: &TrainOptions,
+    query_options: &QueryOptions,
+) -> std::result::Result<aegis_heads::AttendedTraining, String> {
+    let encoder = guard
+        .encoder()
+        .ok_or("a pooling reads a sentence encoder's token states, and none is loaded")?;
+    let tokens: Vec<&[f32]> = rows
+        .iter()
+        .map(|(m, f, _)| {
+            f.token_states
+                .as_deref()
+                .ok_or_else(|| format!("no token states were read for {:?}", m.text))
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    train_with_attention(
+        examples,
+        &tokens,
+        encoder.info().dimensions,
+        options,
+        query_options,
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Candidates whose cross-validated AUC is within this of the best are not told apart: the report

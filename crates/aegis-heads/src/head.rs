@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::attention::AttentionPooling;
 use crate::error::{HeadError, Result};
 use crate::fingerprint::EncoderFingerprint;
 use crate::hidden::HiddenLayer;
@@ -122,6 +123,12 @@ pub struct Head {
     pub features: Features,
     pub model: ModelBinding,
     pub training: TrainingRecord,
+    /// With a pooling, the head reads its attention-pooled embedding of the message's token
+    /// states (issue 64) instead of the encoder's sentence embedding; absent, the sentence
+    /// embedding or layer means as `features` says. A reader that does not know the field
+    /// refuses the file rather than read the mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<AttentionPooling>,
     pub weights: Vec<f32>,
     pub bias: f32,
     /// A residual ReLU layer on the same input (issue 64); absent in a linear head. A reader
@@ -184,6 +191,16 @@ impl Head {
             || head.weights.iter().any(|w| !w.is_finite())
         {
             return Err(invalid("weights are empty or not finite".into()));
+        }
+        if let Some(pooling) = &head.pooling {
+            if head.features.encoder.is_decoder() || !head.features.layers.is_empty() {
+                return Err(invalid(
+                    "it pools token states but reads the decoder or layer means (a pooling \
+                     reads the encoder's final states)"
+                        .into(),
+                ));
+            }
+            pooling.check(head.weights.len()).map_err(invalid)?;
         }
         if let Some(hidden) = &head.hidden {
             hidden.check(head.weights.len()).map_err(invalid)?;
@@ -330,6 +347,7 @@ mod tests {
                 by_language: false,
                 features_arithmetic: None,
             },
+            pooling: None,
             weights: vec![1.0, -2.0],
             bias: 0.5,
             hidden: None,
@@ -466,6 +484,42 @@ mod tests {
         with_hidden.save(&path).expect("save");
         let err = Head::load(&path).unwrap_err().to_string();
         assert!(err.contains("hidden layer"), "{err}");
+    }
+
+    /// A pooling round-trips with its head; one on a decoder head or of another width is refused.
+    #[test]
+    fn a_pooling_is_kept_in_the_file_and_checked_when_read() {
+        let mut pooling_head = head();
+        pooling_head.features.encoder = Encoder::EmbeddingGemma;
+        pooling_head.features.layers.clear();
+        pooling_head.pooling = Some(AttentionPooling {
+            query: vec![0.5, -0.25],
+            options: crate::QueryOptions::shipped(),
+            choice: crate::QueryChoice {
+                folds: 5,
+                mean_roc_auc: 0.9,
+                attention_roc_auc: 0.92,
+            },
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("toxic.json");
+        pooling_head.save(&path).expect("save");
+        assert_eq!(
+            Head::load(&path).expect("load").pooling,
+            pooling_head.pooling
+        );
+        let mut decoder = pooling_head.clone();
+        decoder.features.encoder = Encoder::Decoder;
+        decoder.features.layers = vec![8];
+        decoder.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("pools token states"), "{err}");
+        if let Some(pooling) = pooling_head.pooling.as_mut() {
+            pooling.query.push(1.0);
+        }
+        pooling_head.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("attention query has 3 values"), "{err}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! regularisation chosen by cross-validation, Platt calibration) and the metrics that report it.
 //! It knows nothing of models or templates: features are plain vectors.
 
+mod adam;
+mod attention;
 mod error;
 mod example;
 mod fingerprint;
@@ -21,6 +23,9 @@ mod solver;
 mod train;
 mod weights;
 
+pub use attention::{
+    train_with_attention, AttendedTraining, AttentionPooling, QueryChoice, QueryOptions,
+};
 pub use error::{HeadError, Result};
 pub use example::Example;
 pub use fingerprint::{probe_texts, EncoderFingerprint, Probe, ProbeEmbedding};

@@ -6,6 +6,7 @@
 //! fixed order (no threads inside a fit, no fused multiply-add, no platform maths but `exp`, which
 //! the linear solver uses too), so the same rows give the same bits.
 
+use crate::adam::{starting_weights, Adam};
 use crate::error::{HeadError, Result};
 use crate::head::sigmoid;
 use crate::hidden::{HiddenLayer, HiddenOptions};
@@ -160,69 +161,6 @@ pub(crate) fn fit_residual(
     })
 }
 
-/// Adam's running moments for one group of parameters.
-struct Adam {
-    first: Vec<f32>,
-    second: Vec<f32>,
-    /// β₁ᵗ and β₂ᵗ, by repeated multiplication (no `powi`, whose rounding is the platform's).
-    decay_first: f64,
-    decay_second: f64,
-}
-
-const BETA1: f64 = 0.9;
-const BETA2: f64 = 0.999;
-const EPSILON: f32 = 1e-8;
-
-impl Adam {
-    fn new(len: usize) -> Self {
-        Self {
-            first: vec![0.0; len],
-            second: vec![0.0; len],
-            decay_first: 1.0,
-            decay_second: 1.0,
-        }
-    }
-
-    fn step(&mut self, params: &mut [f32], gradient: &[f32], rate: f64) {
-        self.decay_first *= BETA1;
-        self.decay_second *= BETA2;
-        let first_correction = (1.0 - self.decay_first) as f32;
-        let second_correction = (1.0 - self.decay_second) as f32;
-        let (b1, b2) = (BETA1 as f32, BETA2 as f32);
-        let rate = rate as f32;
-        for (((p, g), m), v) in params
-            .iter_mut()
-            .zip(gradient)
-            .zip(&mut self.first)
-            .zip(&mut self.second)
-        {
-            *m = b1 * *m + (1.0 - b1) * g;
-            *v = b2 * *v + (1.0 - b2) * g * g;
-            let m_hat = *m / first_correction;
-            let v_hat = *v / second_correction;
-            *p -= rate * m_hat / (v_hat.sqrt() + EPSILON);
-        }
-    }
-}
-
-/// Uniform in ±√(3 / width), the variance of the usual 1/√width normal start, from SplitMix64.
-fn starting_weights(len: usize, width: usize, seed: u64) -> Vec<f32> {
-    let scale = (3.0 / width as f64).sqrt() as f32;
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            // The top 24 bits, exactly representable: [0, 1) then [-1, 1).
-            let unit = (z >> 40) as f32 / (1u64 << 24) as f32;
-            (unit * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
-
 /// `y += a x`, lane by lane.
 fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
     for (y, x) in y.iter_mut().zip(x) {
@@ -283,13 +221,5 @@ mod tests {
         };
         let options = HiddenOptions::shipped();
         assert!(fit_residual(&rows, 1.0, (&[0.0, 0.0], 0.0), &options).is_err());
-    }
-
-    #[test]
-    fn starting_weights_are_bounded_and_fixed_by_the_seed() {
-        let a = starting_weights(1000, 12, 3);
-        assert!(a.iter().all(|w| w.abs() <= 0.5 + 1e-6));
-        assert_eq!(a, starting_weights(1000, 12, 3));
-        assert_ne!(a, starting_weights(1000, 12, 4));
     }
 }

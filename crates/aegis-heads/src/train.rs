@@ -157,6 +157,33 @@ fn with_language_corrections(examples: &[Example], options: &TrainOptions) -> Re
 
 /// One map on every row of `examples`; a held-out row's score is the highest of its `views`'
 /// (rows of the same shape as the examples' features), or its own features' where there are none.
+/// Each row's fold as `options.validation` asks, the folds made, and why not by source where
+/// the rows cannot be split so (then random folds).
+pub(crate) fn assign_folds(
+    labels: &[bool],
+    groups: &[&str],
+    folds: usize,
+    options: &TrainOptions,
+) -> (Validation, Vec<usize>, usize, Option<String>) {
+    match options.validation {
+        Validation::RandomFolds => (
+            Validation::RandomFolds,
+            stratified_folds(labels, folds),
+            folds,
+            None,
+        ),
+        Validation::BySource => match source_folds(labels, groups, folds) {
+            Ok((fold_of, folds)) => (Validation::BySource, fold_of, folds, None),
+            Err(why) => (
+                Validation::RandomFolds,
+                stratified_folds(labels, folds),
+                folds,
+                Some(why),
+            ),
+        },
+    }
+}
+
 fn train_one_map(
     examples: &[Example],
     views: &[Array2<f64>],
@@ -177,23 +204,7 @@ fn train_one_map(
     let x = feature_matrix(examples)?;
     let taught: Vec<bool> = examples.iter().map(|e| e.taught).collect();
     let groups: Vec<&str> = examples.iter().map(|e| e.group.as_str()).collect();
-    let (validation, fold_of, folds, fallback) = match options.validation {
-        Validation::RandomFolds => (
-            Validation::RandomFolds,
-            stratified_folds(&labels, folds),
-            folds,
-            None,
-        ),
-        Validation::BySource => match source_folds(&labels, &groups, folds) {
-            Ok((fold_of, folds)) => (Validation::BySource, fold_of, folds, None),
-            Err(why) => (
-                Validation::RandomFolds,
-                stratified_folds(&labels, folds),
-                folds,
-                Some(why),
-            ),
-        },
-    };
+    let (validation, fold_of, folds, fallback) = assign_folds(&labels, &groups, folds, options);
 
     // Largest strength first, so a tie keeps the simpler model; each fold's fit starts from its
     // fit at the previous strength, which is close (a regularisation path). Weaker strengths cost

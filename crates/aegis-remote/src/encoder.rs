@@ -5,6 +5,12 @@
 //! prompt boundary are ours, not the server's. Whether the server computes the embedding the heads
 //! were trained on is not trusted: the caller embeds the heads' probe texts and compares
 //! (`aegis_heads::EncoderFingerprint`).
+//!
+//! A server that pools nothing (`llama-server --pooling none`) refuses `/v1/embeddings` and
+//! answers llama.cpp's own `POST /embeddings` with each token's state after the dense layers.
+//! Those are what a head that pools token states reads (`aegis_heads::AttentionPooling`), and
+//! their mean, normalised, is the sentence embedding (the dense layers are linear), so such a
+//! server serves every head that reads the sentence embedding too.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,6 +37,15 @@ const INPUTS_PER_REQUEST: usize = 16;
 /// and a team's consoles together cannot flood it.
 const REQUESTS_IN_FLIGHT: usize = 4;
 
+/// What the server answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// One pooled, normalised embedding a message (`/v1/embeddings`).
+    Pooled,
+    /// Each token's state (`/embeddings` on `llama-server --pooling none`).
+    TokenStates,
+}
+
 /// A sentence encoder served by another process.
 pub struct RemoteEncoder {
     client: Client,
@@ -41,6 +56,7 @@ pub struct RemoteEncoder {
     served: String,
     /// Token ids go out where the server tokenizes like us; otherwise the prompted text does.
     send_ids: bool,
+    served_as: Served,
     in_flight: Arc<Semaphore>,
 }
 
@@ -49,6 +65,7 @@ impl std::fmt::Debug for RemoteEncoder {
         f.debug_struct("RemoteEncoder")
             .field("info", &self.info)
             .field("send_ids", &self.send_ids)
+            .field("served_as", &self.served_as)
             .finish()
     }
 }
@@ -99,15 +116,30 @@ impl RemoteEncoder {
             tokenizer,
             served,
             send_ids,
+            served_as: Served::Pooled,
             in_flight: Arc::new(Semaphore::new(REQUESTS_IN_FLIGHT)),
         };
-        let width = encoder
+        let pooled = encoder
             .embed_batch(&["ok"])
             .pop()
-            .expect("one answer per text")?
-            .len();
+            .expect("one answer per text");
+        let width = match pooled {
+            Ok(embedding) => embedding.len(),
+            // A server that pools nothing refuses `/v1/embeddings`; it may still serve each
+            // token's state.
+            Err(pooled_error) => match encoder.block_on(encoder.token_width()) {
+                Ok(width) => {
+                    encoder.served_as = Served::TokenStates;
+                    width
+                }
+                Err(_) => return Err(pooled_error.into()),
+            },
+        };
         encoder.info.dimensions = width;
-        tracing::info!(url = %encoder.info.content_hash, model = %encoder.served, send_ids, dimensions = width, "encoder server connected");
+        if encoder.served_as == Served::TokenStates {
+            encoder.info.weight_format = format!("{} /embeddings (token states)", dialect.name());
+        }
+        tracing::info!(url = %encoder.info.content_hash, model = %encoder.served, send_ids, dimensions = width, served_as = ?encoder.served_as, "encoder server connected");
         Ok(encoder)
     }
 
@@ -134,7 +166,8 @@ impl RemoteEncoder {
         })
     }
 
-    /// One request's embeddings, in the inputs' order.
+    /// One request's answers, in the inputs' order: each message's pooled embedding, or its
+    /// token states row-major.
     async fn embed_request(&self, inputs: Vec<Value>) -> Result<Vec<Vec<f32>>, EngineError> {
         let _permit = self
             .in_flight
@@ -142,15 +175,114 @@ impl RemoteEncoder {
             .await
             .map_err(|_| self.client.error("the encoder connection is closed"))?;
         let count = inputs.len();
+        match self.served_as {
+            Served::Pooled => {
+                let answer = self
+                    .client
+                    .post(
+                        "/v1/embeddings",
+                        &json!({"model": self.served, "input": inputs, "encoding_format": "float"}),
+                    )
+                    .await?;
+                embeddings(&answer, count).map_err(|m| self.client.error(m))
+            }
+            Served::TokenStates => {
+                let answer = self
+                    .client
+                    .post("/embeddings", &json!({"content": inputs}))
+                    .await?;
+                let states = token_states(&answer, count).map_err(|m| self.client.error(m))?;
+                Ok(states.into_iter().map(|(rows, _)| rows).collect())
+            }
+        }
+    }
+
+    /// The width of the token states a server that pools nothing answers with.
+    async fn token_width(&self) -> Result<usize, EngineError> {
         let answer = self
             .client
-            .post(
-                "/v1/embeddings",
-                &json!({"model": self.served, "input": inputs, "encoding_format": "float"}),
-            )
+            .post("/embeddings", &json!({"content": [self.input("ok")?]}))
             .await?;
-        embeddings(&answer, count).map_err(|m| self.client.error(m))
+        let states = token_states(&answer, 1).map_err(|m| self.client.error(m))?;
+        Ok(states[0].1)
     }
+
+    /// What one message's answer gives the reading: a pooled embedding as it came, or the token
+    /// states and their mean, normalised (the sentence embedding), as asked.
+    fn output(&self, answer: Vec<f32>, reading: &EncoderReading) -> EncoderOutput {
+        match self.served_as {
+            Served::Pooled => EncoderOutput {
+                layer_means: Vec::new(),
+                embedding: Some(answer),
+                token_states: None,
+            },
+            Served::TokenStates => EncoderOutput {
+                layer_means: Vec::new(),
+                embedding: (reading.embedding || !reading.token_states)
+                    .then(|| normalised_mean(&answer, self.info.dimensions)),
+                token_states: reading.token_states.then_some(answer),
+            },
+        }
+    }
+}
+
+/// The mean of `rows` (row-major at `width`) scaled to length 1, as a pooling server normalises
+/// it.
+fn normalised_mean(rows: &[f32], width: usize) -> Vec<f32> {
+    let width = width.max(1);
+    let count = (rows.len() / width).max(1);
+    let mut mean = vec![0.0f32; width];
+    for row in rows.chunks_exact(width) {
+        for (m, x) in mean.iter_mut().zip(row) {
+            *m += x / count as f32;
+        }
+    }
+    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    mean.iter().map(|x| x / norm).collect()
+}
+
+/// The token states of each message in llama.cpp's `/embeddings` answer (`[{index, embedding:
+/// [[token 0], [token 1], …]}]`), row-major with their width, in `index` order.
+fn token_states(answer: &Value, count: usize) -> Result<Vec<(Vec<f32>, usize)>, String> {
+    let items = answer
+        .as_array()
+        .ok_or("the /embeddings answer is not a list")?;
+    if items.len() != count {
+        return Err(format!(
+            "{} messages' token states came back for {count} inputs",
+            items.len()
+        ));
+    }
+    let mut out = vec![(Vec::new(), 0); count];
+    for (position, item) in items.iter().enumerate() {
+        let index = item["index"].as_u64().map_or(position, |i| i as usize);
+        let rows = item["embedding"]
+            .as_array()
+            .ok_or("a message's token states are not a list")?;
+        let mut flat = Vec::new();
+        let mut width = None;
+        for row in rows {
+            let row = row
+                .as_array()
+                .ok_or("a token's state is not a list of numbers")?;
+            if *width.get_or_insert(row.len()) != row.len() || row.is_empty() {
+                return Err("tokens' states differ in width".into());
+            }
+            for x in row {
+                flat.push(
+                    x.as_f64()
+                        .ok_or("a token's state holds something other than numbers")?
+                        as f32,
+                );
+            }
+        }
+        if flat.is_empty() {
+            return Err("a message came back without token states".into());
+        }
+        *out.get_mut(index)
+            .ok_or("a message's index is out of range")? = (flat, width.unwrap_or_default());
+    }
+    Ok(out)
 }
 
 /// The `data[].embedding` vectors of a `/v1/embeddings` answer, put in `index` order.
@@ -223,14 +355,17 @@ impl SentenceEncoder for RemoteEncoder {
         texts: &[&str],
         reading: &EncoderReading,
     ) -> Vec<aegis_engine::Result<EncoderOutput>> {
-        if !reading.layers.is_empty() {
+        let refusal = if !reading.layers.is_empty() {
+            Some("a server returns only the sentence embedding, not a layer's states; retrain the head on the embedding")
+        } else if reading.token_states && self.served_as == Served::Pooled {
+            Some("this server pools its embeddings; a head that pools token states needs one that pools nothing (llama-server --pooling none)")
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
             return texts
                 .iter()
-                .map(|_| {
-                    Err(self.client.error(
-                        "a server returns only the sentence embedding, not a layer's states; retrain the head on the embedding",
-                    ))
-                })
+                .map(|_| Err(self.client.error(refusal)))
                 .collect();
         }
         let mut results: Vec<Option<aegis_engine::Result<EncoderOutput>>> =
@@ -254,10 +389,7 @@ impl SentenceEncoder for RemoteEncoder {
             match answer {
                 Ok(vectors) => {
                     for (position, vector) in positions.into_iter().zip(vectors) {
-                        results[position] = Some(Ok(EncoderOutput {
-                            layer_means: Vec::new(),
-                            embedding: Some(vector),
-                        }));
+                        results[position] = Some(Ok(self.output(vector, reading)));
                     }
                 }
                 Err(e) => {
@@ -301,6 +433,32 @@ mod tests {
         assert!(embeddings(&answer, 3).unwrap_err().contains("2 embeddings"));
         let base64 = json!({"data": [{"index": 0, "embedding": "AAAA"}]});
         assert!(embeddings(&base64, 1).unwrap_err().contains("float"));
+    }
+
+    #[test]
+    fn token_states_are_read_row_major_in_index_order_and_ragged_rows_refused() {
+        let answer = json!([
+            {"index": 1, "embedding": [[1.0, 2.0]]},
+            {"index": 0, "embedding": [[0.0, 1.0], [3.0, 4.0]]}
+        ]);
+        assert_eq!(
+            token_states(&answer, 2),
+            Ok(vec![(vec![0.0, 1.0, 3.0, 4.0], 2), (vec![1.0, 2.0], 2)])
+        );
+        assert!(token_states(&answer, 1).unwrap_err().contains("2 messages"));
+        let ragged = json!([{"index": 0, "embedding": [[0.0, 1.0], [3.0]]}]);
+        assert!(token_states(&ragged, 1).unwrap_err().contains("width"));
+        let empty = json!([{"index": 0, "embedding": []}]);
+        assert!(token_states(&empty, 1).is_err());
+    }
+
+    #[test]
+    fn the_mean_of_token_states_is_normalised_as_a_pooled_embedding() {
+        let mean = normalised_mean(&[3.0, 0.0, 3.0, 8.0], 2);
+        assert!(
+            (mean[0] - 0.6).abs() < 1e-6 && (mean[1] - 0.8).abs() < 1e-6,
+            "{mean:?}"
+        );
     }
 
     #[test]

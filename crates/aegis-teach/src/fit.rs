@@ -140,7 +140,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
 
     let started = Instant::now();
     let texts: Vec<&str> = messages.iter().map(|m| m.text.as_str()).collect();
-    let (features, encoded) = read_features(
+    let (mut features, encoded) = read_features(
         guard,
         &texts,
         request.cache,
@@ -149,6 +149,15 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
         "reading messages",
         progress,
     )?;
+    // A head that pools token states is retrained pooling them.
+    let pooling = request
+        .current
+        .as_ref()
+        .and_then(|head| head.pooling.as_ref())
+        .map(|pooling| pooling.options.clone());
+    if pooling.is_some() {
+        read_token_states(guard, &texts, &mut features, progress)?;
+    }
     let (usable, features): (Vec<LabelledMessage>, Vec<MessageFeatures>) = messages
         .into_iter()
         .zip(features)
@@ -161,6 +170,7 @@ pub fn fit_head(guard: &Guard, request: FitRequest, progress: &Progress) -> Resu
     let search = LayerSearch {
         candidates: vec![layers.clone()],
         screen_alpha: 100.0,
+        pooling,
     };
     let fitted = crate::fit_validator(
         guard,
@@ -322,11 +332,51 @@ pub(crate) fn score(
     layers: &[usize],
 ) -> Option<f64> {
     let language = Language::detect(text).code();
-    head.probability(&features.input(layers), language, &|l| {
-        features.layers_input(l)
-    })
-    .ok()
-    .map(f64::from)
+    let input = match &head.pooling {
+        Some(pooling) => pooling.pool(features.token_states.as_deref()?).ok()?,
+        None => features.input(layers),
+    };
+    head.probability(&input, language, &|l| features.layers_input(l))
+        .ok()
+        .map(f64::from)
+}
+
+/// Adds each read text's token states to its features, for a head that pools them; a text the
+/// encoder cannot read now is left out as [`read_features`] leaves one out (logged).
+fn read_token_states(
+    guard: &Guard,
+    texts: &[&str],
+    features: &mut [Option<MessageFeatures>],
+    progress: &Progress,
+) -> Result<()> {
+    for (at, chunk) in texts.chunks(FEATURE_BATCH).enumerate() {
+        if progress.cancel.load(Ordering::Relaxed) {
+            return Err(TeachError::Cancelled);
+        }
+        let slots = &mut features[at * FEATURE_BATCH..at * FEATURE_BATCH + chunk.len()];
+        for (slot, states) in slots
+            .iter_mut()
+            .zip(aegis_guard::message_token_states(guard, chunk))
+        {
+            match states {
+                Ok(states) => {
+                    if let Some(features) = slot.as_mut() {
+                        features.token_states = Some(states);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipped a message whose token states could not be read");
+                    *slot = None;
+                }
+            }
+        }
+        (progress.report)(
+            "reading token states",
+            (at * FEATURE_BATCH + chunk.len()).min(texts.len()),
+            texts.len(),
+        );
+    }
+    Ok(())
 }
 
 /// Features of `texts` in batches, from the cache where it has them, with every validator's
@@ -387,7 +437,7 @@ fn flips(
     let current_layers = current.map(|h| h.features.layers.clone());
     let depth = depth_to_read(new).max(current.map_or(1, depth_to_read));
     let texts: Vec<&str> = candidates.iter().map(|(t, _)| t.as_str()).collect();
-    let (features, _) = read_features(
+    let (mut features, _) = read_features(
         guard,
         &texts,
         cache,
@@ -396,6 +446,9 @@ fn flips(
         "checking for flips",
         progress,
     )?;
+    if new.pooling.is_some() || current.is_some_and(|head| head.pooling.is_some()) {
+        read_token_states(guard, &texts, &mut features, progress)?;
+    }
     let mut flips: Vec<HeadFlip> = candidates
         .iter()
         .zip(features)

@@ -76,6 +76,14 @@ pub struct TrainArgs {
     /// map per language"). The head records it, so the Teach view retrains it alike.
     #[arg(long, value_name = "VALIDATOR")]
     pub by_language: Vec<String>,
+    /// Train VALIDATOR's head on an attention pooling of the encoder's token states: a learned
+    /// query weighs each token before the mean, so a short insult in a long message is not
+    /// diluted (issue 64). Kept only where, with each fold's query fitted without it, held-out
+    /// sources rank better than on the sentence embedding; the report says which. Reads every
+    /// row's token states once more (not cached). Through --encoder-server the server must pool
+    /// nothing (`llama-server --embeddings --pooling none`).
+    #[arg(long, value_name = "VALIDATOR")]
+    pub attention: Vec<String>,
     /// Which of a --by-language head's maps scores a message: `highest`, the highest of them
     /// whatever the language (a message fails if either language's reading fails it); `detected`,
     /// the detected language's, which a message mixing languages can steer (sessions 60 to 63
@@ -216,6 +224,12 @@ pub(super) fn validators_to_train<'a>(
     if let Some((validator, _)) = args.hidden.iter().find(|(v, _)| !keys.contains(v)) {
         bail!(
             "--hidden {validator}: it is not among the validators trained here ({})",
+            keys.join(", ")
+        );
+    }
+    if let Some(validator) = args.attention.iter().find(|v| !keys.contains(v)) {
+        bail!(
+            "--attention {validator}: it is not among the validators trained here ({})",
             keys.join(", ")
         );
     }

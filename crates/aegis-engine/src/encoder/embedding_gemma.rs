@@ -345,7 +345,7 @@ impl EmbeddingGemma {
     ) -> Result<Vec<EncoderOutput>> {
         let last = self.model.config().num_layers;
         let mut taps = reading.layers.clone();
-        if reading.embedding && !taps.contains(&last) {
+        if (reading.embedding || reading.token_states) && !taps.contains(&last) {
             taps.push(last);
         }
         let streams = self.model.forward_independent_taps(batch, &taps)?;
@@ -385,12 +385,29 @@ impl EmbeddingGemma {
                 output.layer_means.push(mean);
             }
         }
-        if reading.embedding {
-            let at_last = taps
-                .iter()
-                .position(|&t| t == last)
-                .unwrap_or(taps.len() - 1);
-            let pooled = pooled(&self.model.final_normed(&streams[at_last])?)?;
+        let at_last = taps.iter().position(|&t| t == last);
+        let final_normed = match at_last {
+            Some(at) if reading.embedding || reading.token_states => {
+                Some(self.model.final_normed(&streams[at])?)
+            }
+            _ => None,
+        };
+        if let (true, Some(states)) = (reading.token_states, &final_normed) {
+            let states = states.to_dtype(DType::F32)?;
+            let mut at = 0;
+            for (output, sequence) in outputs.iter_mut().zip(batch) {
+                // Each text's tokens alone, as its embedding's projections are: a text's numbers
+                // must not depend on the batch it was read in.
+                let mut x = states.narrow(0, at, sequence.len())?;
+                for weight in &self.dense {
+                    x = x.matmul(&weight.t()?)?;
+                }
+                output.token_states = Some(x.flatten_all()?.to_vec1()?);
+                at += sequence.len();
+            }
+        }
+        if let (true, Some(final_normed)) = (reading.embedding, &final_normed) {
+            let pooled = pooled(final_normed)?;
             // Each text's projections alone: a matrix product's blocking follows its row count,
             // and a text's embedding must not depend on the batch it was read in (cached
             // features, bit-for-bit retraining). Two vector-matrix products a text cost nothing

@@ -91,6 +91,9 @@ pub struct EncoderReading {
     /// first; reported in this order.
     pub layers: Vec<usize>,
     pub embedding: bool,
+    /// Each token's final state after the dense layers, for a head that pools them itself
+    /// (`aegis_heads::AttentionPooling`).
+    pub token_states: bool,
 }
 
 impl EncoderReading {
@@ -99,6 +102,7 @@ impl EncoderReading {
         Self {
             layers: Vec::new(),
             embedding: true,
+            token_states: false,
         }
     }
 
@@ -107,12 +111,13 @@ impl EncoderReading {
         Self {
             layers,
             embedding: false,
+            token_states: false,
         }
     }
 
     /// Layers the pass runs through for this reading on an encoder of `total` layers.
     pub fn depth(&self, total: usize) -> usize {
-        if self.embedding {
+        if self.embedding || self.token_states {
             total
         } else {
             self.layers.iter().copied().max().unwrap_or(0)
@@ -120,7 +125,7 @@ impl EncoderReading {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.layers.is_empty() && !self.embedding
+        self.layers.is_empty() && !self.embedding && !self.token_states
     }
 }
 
@@ -130,6 +135,9 @@ pub struct EncoderOutput {
     /// The mean after each asked layer, in the reading's order.
     pub layer_means: Vec<Vec<f32>>,
     pub embedding: Option<Vec<f32>>,
+    /// Each token's final state after the dense layers, row-major `[tokens, dimensions]`: the
+    /// sentence embedding is their mean, normalised (the dense layers are linear).
+    pub token_states: Option<Vec<f32>>,
 }
 
 /// Turns messages into embeddings. The message is data: it never becomes a control token.
