@@ -81,7 +81,7 @@ impl AttentionPooling {
     /// row-major at the query's width: the weighted mean, normalised as the sentence embedding is.
     pub fn pool(&self, tokens: &[f32]) -> Result<Vec<f32>, String> {
         let width = self.query.len();
-        if width == 0 || tokens.is_empty() || tokens.len() % width != 0 {
+        if width == 0 || tokens.is_empty() || !tokens.len().is_multiple_of(width) {
             return Err(format!(
                 "{} token values do not make whole states of width {width}",
                 tokens.len()

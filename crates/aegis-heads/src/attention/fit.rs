@@ -39,9 +39,9 @@ pub fn train_with_attention(
 ) -> Result<AttendedTraining> {
     if examples.len() != tokens.len()
         || width == 0
-        || tokens
-            .iter()
-            .any(|t| t.is_empty() || t.len() % width != 0 || t.iter().any(|v| !v.is_finite()))
+        || tokens.iter().any(|t| {
+            t.is_empty() || !t.len().is_multiple_of(width) || t.iter().any(|v| !v.is_finite())
+        })
     {
         return Err(HeadError::BadFeatures);
     }
