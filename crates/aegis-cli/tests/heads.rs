@@ -36,6 +36,20 @@ fn train(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// A templates folder in `dir` holding the shipped toxic template alone (no head yet), and the
+/// small training file.
+fn toxic_alone(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let prompts = dir.join("prompts");
+    std::fs::create_dir_all(&prompts).expect("mkdir");
+    std::fs::copy(
+        repo_root().join("prompt_guard/toxic.txt"),
+        prompts.join("toxic.txt"),
+    )
+    .expect("copy template");
+    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    (prompts, data)
+}
+
 #[test]
 #[cfg_attr(
     not(aegis_models),
@@ -661,14 +675,7 @@ fn each_reader_runs_its_own_heads_and_refuses_the_others() {
 )]
 fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let prompts = dir.path().join("prompts");
-    std::fs::create_dir_all(&prompts).expect("mkdir");
-    std::fs::copy(
-        repo_root().join("prompt_guard/toxic.txt"),
-        prompts.join("toxic.txt"),
-    )
-    .expect("copy template");
-    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let (prompts, data) = toxic_alone(dir.path());
     let out = train(
         dir.path(),
         &[
@@ -710,14 +717,7 @@ fn an_encoder_head_on_an_intermediate_layer_is_trained_and_decides() {
 )]
 fn an_attention_query_is_trained_and_kept_only_where_held_out_folds_say() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let prompts = dir.path().join("prompts");
-    std::fs::create_dir_all(&prompts).expect("mkdir");
-    std::fs::copy(
-        repo_root().join("prompt_guard/toxic.txt"),
-        prompts.join("toxic.txt"),
-    )
-    .expect("copy template");
-    let data = repo_root().join("crates/aegis-cli/tests/fixtures/train-small.jsonl");
+    let (prompts, data) = toxic_alone(dir.path());
     let args = [
         "toxic",
         "--data",
