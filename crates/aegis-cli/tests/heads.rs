@@ -50,6 +50,16 @@ fn toxic_alone(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf
     (prompts, data)
 }
 
+/// `aegis train` with `args`, which must fail; what it said.
+fn refused_training(dir: &std::path::Path, args: &[&str]) -> String {
+    let refused = aegis_command(&[&["train"], args].concat())
+        .env("AEGIS_FEATURE_CACHE", dir.join("cache"))
+        .output()
+        .expect("runs");
+    assert!(!refused.status.success(), "{}", stderr(&refused));
+    stderr(&refused)
+}
+
 #[test]
 #[cfg_attr(
     not(aegis_models),
@@ -334,15 +344,10 @@ fn a_reading_is_trained_beside_the_head_and_kept_in_its_file() {
     );
 
     args[0] = "spam";
-    let refused = aegis_command(&[&["train"], &args[..]].concat())
-        .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
-        .output()
-        .expect("runs");
-    assert!(!refused.status.success());
+    let said = refused_training(dir.path(), &args);
     assert!(
-        stderr(&refused).contains("toxic is not among the validators trained here"),
-        "{}",
-        stderr(&refused)
+        said.contains("toxic is not among the validators trained here"),
+        "{said}"
     );
 }
 
@@ -757,14 +762,9 @@ fn an_attention_query_is_trained_and_kept_only_where_held_out_folds_say() {
     );
 
     let on_layers = [&args[..6], &["4", "--attention", "toxic"], &args[9..]].concat();
-    let refused = aegis_command(&[&["train"], &on_layers[..]].concat())
-        .env("AEGIS_FEATURE_CACHE", dir.path().join("cache"))
-        .output()
-        .expect("runs");
-    assert!(!refused.status.success());
+    let said = refused_training(dir.path(), &on_layers);
     assert!(
-        stderr(&refused).contains("its only candidate is the embedding"),
-        "{}",
-        stderr(&refused)
+        said.contains("its only candidate is the embedding"),
+        "{said}"
     );
 }
