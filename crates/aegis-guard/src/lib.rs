@@ -51,3 +51,5 @@ pub use training::{
 mod tests;
 #[cfg(test)]
 mod tests_conversation;
+#[cfg(test)]
+mod tests_pooling;

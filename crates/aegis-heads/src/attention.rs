@@ -199,6 +199,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::head::{Encoder, Head};
 
     fn pooling(query: Vec<f32>) -> AttentionPooling {
         AttentionPooling {
@@ -277,5 +278,41 @@ mod tests {
         assert!(pooling(vec![0.0; 3]).check(3).is_ok());
         assert!(pooling(vec![0.0; 3]).check(4).is_err());
         assert!(pooling(vec![0.0, f32::NAN, 0.0]).check(3).is_err());
+    }
+
+    /// A pooling round-trips with its head; one on a decoder head or of another width is refused.
+    #[test]
+    fn a_pooling_is_kept_in_the_file_and_checked_when_read() {
+        let mut pooling_head = crate::head::tests::head();
+        pooling_head.features.encoder = Encoder::EmbeddingGemma;
+        pooling_head.features.layers.clear();
+        pooling_head.pooling = Some(AttentionPooling {
+            query: vec![0.5, -0.25],
+            options: crate::QueryOptions::shipped(),
+            choice: crate::QueryChoice {
+                folds: 5,
+                mean_roc_auc: 0.9,
+                attention_roc_auc: 0.92,
+            },
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("toxic.json");
+        pooling_head.save(&path).expect("save");
+        assert_eq!(
+            Head::load(&path).expect("load").pooling,
+            pooling_head.pooling
+        );
+        let mut decoder = pooling_head.clone();
+        decoder.features.encoder = Encoder::Decoder;
+        decoder.features.layers = vec![8];
+        decoder.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("pools token states"), "{err}");
+        if let Some(pooling) = pooling_head.pooling.as_mut() {
+            pooling.query.push(1.0);
+        }
+        pooling_head.save(&path).expect("save");
+        let err = Head::load(&path).unwrap_err().to_string();
+        assert!(err.contains("attention query has 3 values"), "{err}");
     }
 }
